@@ -1,0 +1,185 @@
+// The `/api/user` wire format as settled by shared/spec/CONTRACT.md (W1–W11).
+// The fake server validates requests with these schemas and the HTTP client
+// validates responses with them, so the two cannot drift apart.
+import { z } from "zod";
+
+export const API_PATH = "/api/user";
+
+export const ENVIRONMENTS = ["Customer", "Testing"] as const;
+export const environmentSchema = z.enum(ENVIRONMENTS);
+export type Environment = z.infer<typeof environmentSchema>;
+
+export const MAX_NAME_CHARS = 255;
+export const MAX_ID_CHARS = 255;
+export const MAX_MAPPING_KEYS = 256;
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Length in Unicode code points: what a person counts as characters. */
+export function charCount(value: string): number {
+  let count = 0;
+  for (const _ of value) count += 1;
+  return count;
+}
+
+export const nameSchema = z
+  .string()
+  .refine((s) => charCount(s) >= 1 && charCount(s) <= MAX_NAME_CHARS, {
+    message: `must be 1 to ${MAX_NAME_CHARS} characters`,
+  })
+  .refine((s) => s.trim().length > 0, { message: "must not be blank" });
+
+export const userGroupIdSchema = z.string().refine((s) => charCount(s) >= 1 && charCount(s) <= MAX_ID_CHARS, {
+  message: `must be 1 to ${MAX_ID_CHARS} characters`,
+});
+
+export const mappingSchema = z
+  .record(z.string(), z.string())
+  .refine((m) => Object.keys(m).length <= MAX_MAPPING_KEYS, {
+    message: `must have at most ${MAX_MAPPING_KEYS} keys`,
+  });
+export type Mapping = z.infer<typeof mappingSchema>;
+
+/** A JSON value (what `properties` may hold below its top level). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export const jsonObjectSchema: z.ZodType<{ [key: string]: JsonValue }> = z.record(z.string(), z.json());
+export type Properties = z.infer<typeof jsonObjectSchema>;
+
+export const tokenSchema = z.string();
+
+/** Tokens the service issues: 64 lowercase hex characters (W10). */
+export const ISSUED_TOKEN_PATTERN = /^[0-9a-f]{64}$/;
+
+// ---- requests -------------------------------------------------------------
+// z.object strips unknown keys: the service ignores unknown fields (W2).
+
+export const getUserRequestSchema = z.object({
+  name: nameSchema,
+  user_group_id: userGroupIdSchema,
+  mapping: mappingSchema.optional(),
+  properties: jsonObjectSchema.nullable().optional(),
+});
+export type GetUserRequest = z.infer<typeof getUserRequestSchema>;
+
+export const updateUserRequestSchema = z.object({
+  user_group_id: userGroupIdSchema,
+  name: nameSchema.optional(),
+  mapping: mappingSchema.optional(),
+  properties: jsonObjectSchema.nullable().optional(),
+});
+export type UpdateUserRequest = z.infer<typeof updateUserRequestSchema>;
+
+export const rotateTokenRequestSchema = z.object({
+  current_token: tokenSchema,
+});
+export type RotateTokenRequest = z.infer<typeof rotateTokenRequestSchema>;
+
+export const deleteUserRequestSchema = z.object({
+  current_token: tokenSchema,
+  user_group_id: userGroupIdSchema.optional(),
+  data_source_provided_id: userGroupIdSchema.optional(),
+});
+export type DeleteUserRequest = z.infer<typeof deleteUserRequestSchema>;
+
+// ---- responses ------------------------------------------------------------
+
+const teamIdSchema = z.number().int().positive();
+
+export const userGroupViewSchema = z.object({
+  team_id: teamIdSchema,
+  token: tokenSchema,
+  name: z.string(),
+  provided_id: z.string(),
+  properties: jsonObjectSchema.nullable().optional(),
+});
+export type UserGroupView = z.infer<typeof userGroupViewSchema>;
+
+export const getUserResponseSchema = z.object({
+  success: z.literal(1),
+  new_user_group: z.boolean(),
+  user_group: userGroupViewSchema,
+});
+export type GetUserResponse = z.infer<typeof getUserResponseSchema>;
+
+export const updateUserResponseSchema = z.object({
+  success: z.literal(1),
+  user_group: userGroupViewSchema.extend({ api_environment_tag: environmentSchema }),
+});
+export type UpdateUserResponse = z.infer<typeof updateUserResponseSchema>;
+
+export const rotateTokenResponseSchema = z.object({
+  success: z.literal(1),
+  user_group: z.object({
+    team_id: teamIdSchema,
+    token: tokenSchema,
+    name: z.string(),
+    provided_id: z.string(),
+    api_environment_tag: environmentSchema,
+  }),
+});
+export type RotateTokenResponse = z.infer<typeof rotateTokenResponseSchema>;
+
+export const deleteUserResponseSchema = z.object({ success: z.literal(1) });
+export type DeleteUserResponse = z.infer<typeof deleteUserResponseSchema>;
+
+// ---- errors (W3) ----------------------------------------------------------
+
+export const ERROR_CODES = [
+  "unauthorized", // 401: missing, malformed or unknown API key
+  "forbidden", // 403: read-only key asked to write
+  "unsupported_media_type", // 415
+  "invalid_json", // 400: body is not JSON
+  "invalid_body", // 400: body is JSON but not one object (or empty)
+  "invalid_name", // 400: field errors name the field
+  "invalid_user_group_id",
+  "invalid_mapping",
+  "invalid_properties",
+  "invalid_current_token",
+  "invalid_data_source_provided_id",
+  "payload_too_large", // 413
+  "method_not_allowed", // 405
+  "not_found", // 404: unknown path
+  "user_group_not_found", // 404: unknown id or token in the key's environment
+  "id_mismatch", // 409: DELETE ids do not match the group
+  "rate_limited", // 429
+  "injected_fault", // any status, from a fake-server fault rule
+  "internal_error", // 500
+] as const;
+export const errorCodeSchema = z.enum(ERROR_CODES);
+export type ErrorCode = z.infer<typeof errorCodeSchema>;
+
+/** The failure body. `code` stays a plain string: a real service may send codes we do not know. */
+export const errorResponseSchema = z.object({
+  success: z.literal(0),
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+export type ErrorResponse = z.infer<typeof errorResponseSchema>;
+
+/** Maps a request field to the error code that names it (W4). */
+export function fieldErrorCode(field: string): ErrorCode {
+  switch (field) {
+    case "name":
+      return "invalid_name";
+    case "user_group_id":
+      return "invalid_user_group_id";
+    case "mapping":
+      return "invalid_mapping";
+    case "properties":
+      return "invalid_properties";
+    case "current_token":
+      return "invalid_current_token";
+    case "data_source_provided_id":
+      return "invalid_data_source_provided_id";
+    default:
+      return "invalid_body";
+  }
+}
+
+/** The four operations of `/api/user`, by HTTP method. */
+export const OPERATIONS = {
+  GET: { title: "Get User", request: getUserRequestSchema, response: getUserResponseSchema },
+  PUT: { title: "Update User", request: updateUserRequestSchema, response: updateUserResponseSchema },
+  POST: { title: "Create User (rotate token)", request: rotateTokenRequestSchema, response: rotateTokenResponseSchema },
+  DELETE: { title: "Delete User", request: deleteUserRequestSchema, response: deleteUserResponseSchema },
+} as const;
+export type ApiMethod = keyof typeof OPERATIONS;
+export const API_METHODS = Object.keys(OPERATIONS) as ApiMethod[];
