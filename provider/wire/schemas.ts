@@ -135,6 +135,7 @@ export const ERROR_CODES = [
   "invalid_properties",
   "invalid_current_token",
   "invalid_data_source_provided_id",
+  "bad_request", // 400 (or 408/431): the HTTP request itself is malformed, before any body is read
   "payload_too_large", // 413
   "method_not_allowed", // 405
   "not_found", // 404: unknown path

@@ -1,0 +1,87 @@
+// Typed failures of the HTTP client. Every message says what failed in words a
+// user can act on, and is built from redacted parts only.
+import type { ApiMethod, Environment } from "../wire/schemas";
+import { OPERATIONS } from "../wire/schemas";
+
+export type FailureKind =
+  | "http" // the service answered with a failure
+  | "network" // no answer: refused, reset, timed out
+  | "invalid_response"; // an answer we cannot read
+
+export interface ApiErrorDetails {
+  readonly kind: FailureKind;
+  readonly method: ApiMethod;
+  readonly baseUrl: string;
+  readonly userGroupId?: string;
+  readonly environment?: Environment;
+  readonly status?: number;
+  /** The service's error code, or for network failures the system code (ECONNREFUSED, ...). */
+  readonly code?: string;
+  /** The service's message, redacted. */
+  readonly serverMessage?: string;
+  readonly attempts: number;
+  /** True when the request may have been carried out although no answer arrived. */
+  readonly ambiguous: boolean;
+}
+
+export class UserGroupApiError extends Error implements ApiErrorDetails {
+  readonly kind: FailureKind;
+  readonly method: ApiMethod;
+  readonly baseUrl: string;
+  readonly userGroupId?: string;
+  readonly environment?: Environment;
+  readonly status?: number;
+  readonly code?: string;
+  readonly serverMessage?: string;
+  readonly attempts: number;
+  readonly ambiguous: boolean;
+
+  constructor(details: ApiErrorDetails) {
+    super(describeFailure(details));
+    this.name = "UserGroupApiError";
+    this.kind = details.kind;
+    this.method = details.method;
+    this.baseUrl = details.baseUrl;
+    this.userGroupId = details.userGroupId;
+    this.environment = details.environment;
+    this.status = details.status;
+    this.code = details.code;
+    this.serverMessage = details.serverMessage;
+    this.attempts = details.attempts;
+    this.ambiguous = details.ambiguous;
+  }
+
+  /** The service said the group (or the token) is unknown in this key's environment. */
+  get isNotFound(): boolean {
+    return this.kind === "http" && this.status === 404 && this.code === "user_group_not_found";
+  }
+}
+
+function describeFailure(d: ApiErrorDetails): string {
+  const what = `${OPERATIONS[d.method].title} (${d.method} ${d.baseUrl}/api/user)`;
+  const target = [
+    d.userGroupId !== undefined ? `user_group_id "${d.userGroupId}"` : undefined,
+    d.environment !== undefined ? `environment ${d.environment}` : undefined,
+  ]
+    .filter(Boolean)
+    .join(", ");
+  const tries = d.attempts === 1 ? "1 attempt" : `${d.attempts} attempts`;
+  const head = `${what}${target ? ` for ${target}` : ""} failed after ${tries}`;
+  switch (d.kind) {
+    case "http":
+      return `${head}: HTTP ${d.status}${d.code ? ` ${d.code}` : ""}${d.serverMessage ? `: ${d.serverMessage}` : ""}${hintFor(d)}`;
+    case "network":
+      return `${head}: no answer from ${d.baseUrl}${d.code ? ` (${d.code})` : ""}${d.serverMessage ? `: ${d.serverMessage}` : ""}${
+        d.ambiguous ? "; the request may have been carried out" : ""
+      }`;
+    case "invalid_response":
+      return `${head}: unreadable answer${d.status !== undefined ? ` (HTTP ${d.status})` : ""}: ${d.serverMessage ?? "not the expected JSON"}`;
+  }
+}
+
+function hintFor(d: ApiErrorDetails): string {
+  if (d.status === 401) return " (check the API key: config user-groups:apiKey or USER_GROUPS_API_KEY)";
+  if (d.status === 403) return " (this API key is read-only; use a read-write key to change groups)";
+  if (d.status === 429) return " (rate limited; retries ran out)";
+  return "";
+}

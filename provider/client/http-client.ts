@@ -1,0 +1,322 @@
+// The HTTP client of /api/user: keep-alive connections (undici), JSON bodies on
+// every method (fetch forbids a body on GET, the API requires one), responses
+// validated with the shared wire schemas, retries per retry-policy.ts.
+import { Agent, errors as undiciErrors } from "undici";
+import type { z } from "zod";
+import { USER_AGENT } from "../version";
+import {
+  API_PATH,
+  type ApiMethod,
+  type DeleteUserRequest,
+  deleteUserResponseSchema,
+  type Environment,
+  errorResponseSchema,
+  type GetUserRequest,
+  type GetUserResponse,
+  getUserResponseSchema,
+  type RotateTokenResponse,
+  rotateTokenResponseSchema,
+  type UpdateUserRequest,
+  type UpdateUserResponse,
+  updateUserResponseSchema,
+} from "../wire/schemas";
+import { UserGroupApiError } from "./errors";
+import { Redactor } from "./redact";
+import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
+
+export interface Timeouts {
+  readonly connectMs: number;
+  readonly headersMs: number;
+  readonly bodyMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+
+export interface ClientOptions {
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  readonly retry?: Partial<RetryPolicy>;
+  readonly timeouts?: Partial<Timeouts>;
+  /** Connections kept open per origin. */
+  readonly connections?: number;
+  /** Debug lines (already redacted). Off unless given. */
+  readonly log?: (line: string) => void;
+  // Injected for tests: how to wait, what time it is, where randomness comes from.
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+export interface GetOrCreateResult {
+  readonly response: GetUserResponse;
+  readonly earlierAttemptMayHaveApplied: boolean;
+}
+
+interface SendOptions {
+  readonly userGroupId?: string;
+  /** False for requests that must not be repeated blindly when their answer was lost (rotation). */
+  readonly retryWhenAmbiguous: boolean;
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class UserGroupsClient {
+  readonly baseUrl: string;
+  private readonly origin: string;
+  private readonly pathPrefix: string;
+  private readonly apiKey: string;
+  private readonly agent: Agent;
+  private readonly policy: RetryPolicy;
+  private readonly timeouts: Timeouts;
+  private readonly redactor = new Redactor();
+  private readonly log?: (line: string) => void;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  /** A key belongs to exactly one environment (W1); learned from the first answer that says it. */
+  private knownEnvironment?: Environment;
+
+  constructor(options: ClientOptions) {
+    const url = new URL(options.baseUrl);
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new Error(`The user-groups base URL must be http(s), got "${url.protocol}"`);
+    }
+    this.origin = url.origin;
+    this.pathPrefix = url.pathname.replace(/\/+$/, "");
+    this.baseUrl = `${this.origin}${this.pathPrefix}`;
+    this.apiKey = options.apiKey;
+    this.redactor.add(options.apiKey);
+    this.policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this.agent = new Agent({
+      connections: options.connections ?? 16,
+      connect: { timeout: this.timeouts.connectMs },
+      keepAliveTimeout: 10_000,
+    });
+    this.log = options.log;
+    this.sleep = options.sleep ?? defaultSleep;
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** The environment of this client's key, once an answer has told it. */
+  get environment(): Environment | undefined {
+    return this.knownEnvironment;
+  }
+
+  /**
+   * GET: the stored group if the id exists (nothing changes), else a new one.
+   * `earlierAttemptMayHaveApplied` says an attempt before the answered one got
+   * no answer, so a group reported as existing may be one that attempt created.
+   */
+  async getOrCreate(request: GetUserRequest): Promise<GetOrCreateResult> {
+    const { data, ambiguousEarlier } = await this.sendTracked("GET", request, getUserResponseSchema, {
+      userGroupId: request.user_group_id,
+      retryWhenAmbiguous: true,
+    });
+    return { response: data, earlierAttemptMayHaveApplied: ambiguousEarlier };
+  }
+
+  /** PUT: replaces the fields present. With only user_group_id it changes nothing and reads the group back. */
+  async update(request: UpdateUserRequest): Promise<UpdateUserResponse> {
+    const response = await this.send("PUT", request, updateUserResponseSchema, {
+      userGroupId: request.user_group_id,
+      retryWhenAmbiguous: true,
+    });
+    this.knownEnvironment = response.user_group.api_environment_tag;
+    return response;
+  }
+
+  /**
+   * POST: issues a new token for the group holding `currentToken`. Not retried
+   * once a request may have reached the service: the caller reconciles by
+   * reading the token back (see logic/operations.ts).
+   */
+  async rotateToken(currentToken: string, userGroupId?: string): Promise<RotateTokenResponse> {
+    const response = await this.send("POST", { current_token: currentToken }, rotateTokenResponseSchema, {
+      userGroupId,
+      retryWhenAmbiguous: false,
+    });
+    this.knownEnvironment = response.user_group.api_environment_tag;
+    this.redactor.add(response.user_group.token);
+    return response;
+  }
+
+  /** DELETE by current token; repeating it is harmless (a second one is a 404). */
+  async delete(request: DeleteUserRequest): Promise<void> {
+    await this.send("DELETE", request, deleteUserResponseSchema, {
+      userGroupId: request.user_group_id ?? request.data_source_provided_id,
+      retryWhenAmbiguous: true,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  private async send<S extends z.ZodType>(method: ApiMethod, body: object, schema: S, options: SendOptions): Promise<z.infer<S>> {
+    return (await this.sendTracked(method, body, schema, options)).data;
+  }
+
+  private async sendTracked<S extends z.ZodType>(
+    method: ApiMethod,
+    body: object,
+    schema: S,
+    options: SendOptions,
+  ): Promise<{ data: z.infer<S>; ambiguousEarlier: boolean }> {
+    const started = this.now();
+    let ambiguousEarlier = false;
+    const payload = JSON.stringify(body);
+    if ("current_token" in body && typeof body.current_token === "string") this.redactor.add(body.current_token);
+    for (let attempt = 1; ; attempt++) {
+      const attemptStarted = this.now();
+      let outcome: AttemptOutcome;
+      let failure: UserGroupApiError;
+      try {
+        const response = await this.agent.request({
+          origin: this.origin,
+          path: `${this.pathPrefix}${API_PATH}`,
+          method,
+          headers: {
+            authorization: `Token ${this.apiKey}`,
+            "content-type": "application/json",
+            accept: "application/json",
+            "user-agent": USER_AGENT,
+          },
+          body: payload,
+          headersTimeout: this.timeouts.headersMs,
+          bodyTimeout: this.timeouts.bodyMs,
+        });
+        const text = await response.body.text();
+        const status = response.statusCode;
+        this.debug(`${method} ${API_PATH} -> ${status} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
+        const parsed = parseJson(text);
+        if (status === 200 && isSuccess(parsed)) {
+          const result = schema.safeParse(parsed);
+          if (result.success) {
+            const token = tokenOf(result.data);
+            if (token) this.redactor.add(token);
+            return { data: result.data as z.infer<S>, ambiguousEarlier };
+          }
+          throw this.failure(method, options, attempt, {
+            kind: "invalid_response",
+            status,
+            serverMessage: `the answer does not match the ${method} response schema (${result.error.issues
+              .map((issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`)
+              .join("; ")})`,
+          });
+        }
+        const error = errorResponseSchema.safeParse(parsed);
+        const retryAfterMs = parseRetryAfterMs(headerValue(response.headers["retry-after"]), this.now());
+        outcome = { kind: "response", status, retryAfterMs };
+        failure = error.success
+          ? this.failure(method, options, attempt, {
+              kind: "http",
+              status,
+              code: error.data.error.code,
+              serverMessage: error.data.error.message,
+            })
+          : status === 200
+            ? this.failure(method, options, attempt, {
+                kind: "invalid_response",
+                status,
+                serverMessage: "the answer says success is not 1 but carries no error",
+              })
+            : this.failure(method, options, attempt, {
+                kind: "http",
+                status,
+                serverMessage: text.length > 0 ? text.slice(0, 200) : undefined,
+              });
+        if (status === 200) throw failure; // a well-formed "success: 0" on 200 is final
+        if (status >= 500) {
+          // A gateway may fail after the service carried the request out.
+          if (!options.retryWhenAmbiguous) throw withAmbiguity(failure);
+          ambiguousEarlier = true;
+        }
+      } catch (error) {
+        if (error instanceof UserGroupApiError) throw error;
+        const sent = wasSent(error);
+        outcome = { kind: "network", sent };
+        this.debug(`${method} ${API_PATH} -> ${networkCode(error)} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
+        failure = this.failure(method, options, attempt, {
+          kind: "network",
+          code: networkCode(error),
+          serverMessage: error instanceof Error ? error.message : String(error),
+          ambiguous: sent,
+        });
+        if (sent && !options.retryWhenAmbiguous) throw failure;
+        if (sent) ambiguousEarlier = true;
+      }
+      const delay = nextRetryDelayMs(this.policy, outcome, attempt, this.now() - started, this.random);
+      if (delay === undefined) throw failure;
+      this.debug(`retrying ${method} in ${delay} ms`);
+      await this.sleep(delay);
+    }
+  }
+
+  private failure(
+    method: ApiMethod,
+    options: SendOptions,
+    attempts: number,
+    details: { kind: UserGroupApiError["kind"]; status?: number; code?: string; serverMessage?: string; ambiguous?: boolean },
+  ): UserGroupApiError {
+    return new UserGroupApiError({
+      method,
+      baseUrl: this.baseUrl,
+      userGroupId: options.userGroupId,
+      environment: this.knownEnvironment,
+      attempts,
+      kind: details.kind,
+      status: details.status,
+      code: details.code,
+      serverMessage: details.serverMessage !== undefined ? this.redactor.text(details.serverMessage) : undefined,
+      ambiguous: details.ambiguous ?? false,
+    });
+  }
+
+  private debug(line: string): void {
+    if (this.log) this.log(this.redactor.text(`[user-groups] ${line}`));
+  }
+}
+
+function withAmbiguity(error: UserGroupApiError): UserGroupApiError {
+  return new UserGroupApiError({ ...error, ambiguous: true });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isSuccess(body: unknown): boolean {
+  return typeof body === "object" && body !== null && (body as { success?: unknown }).success === 1;
+}
+
+function tokenOf(body: unknown): string | undefined {
+  const group = (body as { user_group?: { token?: unknown } }).user_group;
+  return typeof group?.token === "string" ? group.token : undefined;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Network failures after which the service may have received (and carried out) the request. */
+function wasSent(error: unknown): boolean {
+  if (error instanceof undiciErrors.ConnectTimeoutError) return false;
+  const code = networkCode(error);
+  return !(code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT");
+}
+
+function networkCode(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return "network_error";
+}

@@ -1,0 +1,129 @@
+// The UserGroup resource's inputs and outputs (camelCase, as a Pulumi user
+// writes them), validated by `check` before any request is sent (R1).
+import { z } from "zod";
+import {
+  type Environment,
+  environmentSchema,
+  jsonObjectSchema,
+  type Mapping,
+  mappingSchema,
+  nameSchema,
+  type Properties,
+  userGroupIdSchema,
+} from "../wire/schemas";
+
+/** Pulumi's marker for a value not known until apply (preview of a computed input). */
+export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
+/** Profile names become parts of env var names (USER_GROUPS_API_KEY_<P>), so they stay simple. */
+export const profileSchema = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, "must start with a letter and hold only letters, digits, '-' and '_' (at most 64)");
+
+export const userGroupInputsSchema = z.object({
+  name: nameSchema,
+  userGroupId: userGroupIdSchema,
+  mapping: mappingSchema.optional(),
+  properties: jsonObjectSchema.nullable().optional(),
+  rotationTrigger: z.string().optional(),
+  adoptExisting: z.boolean().optional(),
+  profile: profileSchema.optional(),
+});
+export type UserGroupInputs = z.infer<typeof userGroupInputsSchema>;
+
+/** Inputs after check: defaults filled in so that `{}` and an absent mapping compare equal. */
+export interface CheckedInputs {
+  name: string;
+  userGroupId: string;
+  mapping: Mapping;
+  properties?: Properties;
+  rotationTrigger?: string;
+  adoptExisting: boolean;
+  profile?: string;
+}
+
+/** What the state holds for a group: the checked inputs plus what the service told us. */
+export interface UserGroupOutputs extends CheckedInputs {
+  token: string;
+  teamId: number;
+  providedId: string;
+  apiEnvironmentTag?: Environment;
+}
+
+export const INPUT_KEYS = ["name", "userGroupId", "mapping", "properties", "rotationTrigger", "adoptExisting", "profile"] as const;
+
+export interface CheckFailure {
+  property: string;
+  reason: string;
+}
+
+export type CheckResult = { ok: true; inputs: CheckedInputs } | { ok: false; failures: CheckFailure[] };
+
+/** Drops Pulumi's bookkeeping (`__provider`) and unknown input keys. */
+function pickInputs(raw: Record<string, unknown>): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const key of INPUT_KEYS) if (raw[key] !== undefined) picked[key] = raw[key];
+  return picked;
+}
+
+function containsUnknown(value: unknown): boolean {
+  if (value === UNKNOWN_VALUE) return true;
+  if (Array.isArray(value)) return value.some(containsUnknown);
+  if (value !== null && typeof value === "object") return Object.values(value).some(containsUnknown);
+  return false;
+}
+
+export function normalizeInputs(inputs: UserGroupInputs): CheckedInputs {
+  const checked: CheckedInputs = {
+    name: inputs.name,
+    userGroupId: inputs.userGroupId,
+    mapping: inputs.mapping ?? {},
+    adoptExisting: inputs.adoptExisting ?? false,
+  };
+  if (inputs.properties !== undefined && inputs.properties !== null) checked.properties = inputs.properties;
+  if (inputs.rotationTrigger !== undefined) checked.rotationTrigger = inputs.rotationTrigger;
+  if (inputs.profile !== undefined) checked.profile = inputs.profile;
+  return checked;
+}
+
+/**
+ * Validates every input; each failure names the property and the rule it broke.
+ * Values still unknown during a preview are passed through unchecked.
+ */
+export function checkInputs(raw: Record<string, unknown>): CheckResult {
+  const picked = pickInputs(raw);
+  const known: Record<string, unknown> = {};
+  const unknown: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(picked)) (containsUnknown(value) ? unknown : known)[key] = value;
+
+  const schema = userGroupInputsSchema.partial({
+    ...(unknown.name !== undefined ? { name: true } : {}),
+    ...(unknown.userGroupId !== undefined ? { userGroupId: true } : {}),
+  });
+  const parsed = schema.safeParse(known);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      failures: parsed.error.issues.map((issue) => ({
+        property: issue.path.length > 0 ? issue.path.map(String).join(".") : "(inputs)",
+        reason: describeIssue(issue),
+      })),
+    };
+  }
+  const normalized = normalizeInputs({ ...(parsed.data as UserGroupInputs) });
+  return { ok: true, inputs: { ...normalized, ...unknown } as CheckedInputs };
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "inputs";
+  if (issue.code === "invalid_type") {
+    // zod 4 does not keep the input in issues; its message says what it received.
+    return /received undefined$/.test(issue.message)
+      ? `${field} is required`
+      : `${field} must be ${issue.message
+          .replace(/^Invalid input: expected /, "")
+          .replace(/^(record|object)\b/, "an object")
+          .replace(/^(string|boolean|number)\b/, "a $1")}`;
+  }
+  return `${field} ${issue.message}`;
+}

@@ -1,0 +1,246 @@
+// The lifecycle of one group over the API: create (R3/R4), read (R5), update
+// and rotate (R2/R9), delete (R7). Plain functions over a `UserGroupsApi`, so
+// tests drive them with a real client against the fake server.
+import { isDeepStrictEqual } from "node:util";
+import type { UserGroupApiError } from "../client/errors";
+import type { GetOrCreateResult } from "../client/http-client";
+import type {
+  DeleteUserRequest,
+  Environment,
+  GetUserRequest,
+  Properties,
+  RotateTokenResponse,
+  UpdateUserRequest,
+  UpdateUserResponse,
+  UserGroupView,
+} from "../wire/schemas";
+import { fieldsToUpdate } from "./diff";
+import type { CheckedInputs, UserGroupOutputs } from "./inputs";
+
+/** The part of the HTTP client the lifecycle needs. */
+export interface UserGroupsApi {
+  readonly baseUrl: string;
+  readonly environment: Environment | undefined;
+  getOrCreate(request: GetUserRequest): Promise<GetOrCreateResult>;
+  update(request: UpdateUserRequest): Promise<UpdateUserResponse>;
+  rotateToken(currentToken: string, userGroupId?: string): Promise<RotateTokenResponse>;
+  delete(request: DeleteUserRequest): Promise<void>;
+}
+
+export class UserGroupExistsError extends Error {
+  constructor(
+    readonly userGroupId: string,
+    readonly environment: Environment | undefined,
+  ) {
+    super(
+      `A user group with userGroupId "${userGroupId}" already exists in the ${
+        environment ?? "API key's"
+      } environment, and this stack did not create it. Nothing was changed on the server. ` +
+        `To bring it under management, set \`adoptExisting: true\` on this UserGroup (its name, mapping and ` +
+        `properties will then be set to the declared values); or choose another userGroupId.`,
+    );
+    this.name = "UserGroupExistsError";
+  }
+}
+
+function isApiError(error: unknown): error is UserGroupApiError {
+  return error instanceof Error && error.name === "UserGroupApiError";
+}
+
+function wireProperties(inputs: CheckedInputs): Properties | null {
+  return inputs.properties ?? null;
+}
+
+function outputsFrom(inputs: CheckedInputs, group: UserGroupView, environment: Environment | undefined): UserGroupOutputs {
+  const outputs: UserGroupOutputs = {
+    ...inputs,
+    token: group.token,
+    teamId: group.team_id,
+    providedId: group.provided_id,
+  };
+  if (environment !== undefined) outputs.apiEnvironmentTag = environment;
+  return outputs;
+}
+
+/** The key's environment: known from an earlier answer, or read with a PUT that changes nothing (W6). */
+async function environmentOf(api: UserGroupsApi, userGroupId: string): Promise<Environment | undefined> {
+  if (api.environment !== undefined) return api.environment;
+  try {
+    return (await api.update({ user_group_id: userGroupId })).user_group.api_environment_tag;
+  } catch {
+    return undefined; // e.g. a read-only key: the environment is only a nicety here
+  }
+}
+
+/** Did the group the service holds come from our own request (its answer lost), not from someone else? */
+function matchesRequest(group: UserGroupView, inputs: CheckedInputs): boolean {
+  return group.name === inputs.name && isDeepStrictEqual(group.properties ?? null, wireProperties(inputs));
+}
+
+/**
+ * R3: get-or-create. An existing group is refused unless adoptExisting, in
+ * which case it is adopted and brought to the declared fields.
+ */
+export async function createUserGroup(api: UserGroupsApi, inputs: CheckedInputs): Promise<UserGroupOutputs> {
+  const request: GetUserRequest = {
+    name: inputs.name,
+    user_group_id: inputs.userGroupId,
+    mapping: inputs.mapping,
+    ...(inputs.properties !== undefined ? { properties: inputs.properties } : {}),
+  };
+  const { response, earlierAttemptMayHaveApplied } = await api.getOrCreate(request);
+  const createdByUs = response.new_user_group || (earlierAttemptMayHaveApplied && matchesRequest(response.user_group, inputs));
+  if (createdByUs) {
+    if (response.new_user_group) {
+      return outputsFrom(inputs, response.user_group, await environmentOf(api, inputs.userGroupId));
+    }
+    // Our first attempt created it but its answer was lost; the mapping is not
+    // echoed, so set it again to be sure.
+    const converged = await api.update({ user_group_id: inputs.userGroupId, mapping: inputs.mapping });
+    return outputsFrom(inputs, converged.user_group, converged.user_group.api_environment_tag);
+  }
+  if (!inputs.adoptExisting) {
+    throw new UserGroupExistsError(inputs.userGroupId, await environmentOf(api, inputs.userGroupId));
+  }
+  const adopted = await api.update({
+    user_group_id: inputs.userGroupId,
+    name: inputs.name,
+    mapping: inputs.mapping,
+    properties: wireProperties(inputs),
+  });
+  return outputsFrom(inputs, adopted.user_group, adopted.user_group.api_environment_tag);
+}
+
+export type ReadOutcome = { found: false } | { found: true; outputs: UserGroupOutputs; inputs: CheckedInputs };
+
+/**
+ * R5: refresh. The API has no plain read: a GET of a vanished id would create
+ * it, so such an accidental creation is deleted again and the group reported gone.
+ */
+export async function readUserGroup(api: UserGroupsApi, olds: UserGroupOutputs): Promise<ReadOutcome> {
+  let result: GetOrCreateResult;
+  try {
+    result = await api.getOrCreate({ name: olds.name, user_group_id: olds.userGroupId });
+  } catch (error) {
+    // A read-only key may GET only groups that exist (W1): 403 means it is gone.
+    if (isApiError(error) && error.status === 403 && error.code === "forbidden") return { found: false };
+    throw error;
+  }
+  const group = result.response.user_group;
+  if (result.response.new_user_group) {
+    await api.delete({ current_token: group.token, user_group_id: olds.userGroupId });
+    return { found: false };
+  }
+  const inputs: CheckedInputs = {
+    name: group.name,
+    userGroupId: olds.userGroupId,
+    mapping: olds.mapping ?? {}, // not returned by the API: drift cannot be seen
+    adoptExisting: olds.adoptExisting ?? false,
+  };
+  if (group.properties !== undefined && group.properties !== null) inputs.properties = group.properties;
+  if (olds.rotationTrigger !== undefined) inputs.rotationTrigger = olds.rotationTrigger;
+  if (olds.profile !== undefined) inputs.profile = olds.profile;
+  return { found: true, inputs, outputs: outputsFrom(inputs, group, olds.apiEnvironmentTag ?? api.environment) };
+}
+
+/** The token the service holds now for an existing group, or undefined if the group is gone. */
+async function currentGroup(api: UserGroupsApi, name: string, userGroupId: string): Promise<UserGroupView | undefined> {
+  const { response } = await api.getOrCreate({ name, user_group_id: userGroupId });
+  if (response.new_user_group) {
+    await api.delete({ current_token: response.user_group.token, user_group_id: userGroupId });
+    return undefined;
+  }
+  return response.user_group;
+}
+
+export interface RotationOptions {
+  /** Rounds of POST-then-read-back before giving up. */
+  readonly maxRounds?: number;
+}
+
+/**
+ * R9: rotates the token. A POST is never repeated blindly: when its answer is
+ * lost (or the token is stale), the current token is read back; a token other
+ * than the one we sent means the rotation happened.
+ */
+export async function rotateUserGroupToken(
+  api: UserGroupsApi,
+  group: { name: string; userGroupId: string; token: string },
+  options: RotationOptions = {},
+): Promise<{ token: string; teamId: number; providedId: string; name: string; environment?: Environment }> {
+  const maxRounds = options.maxRounds ?? 4;
+  let sentToken = group.token;
+  let lastError: unknown;
+  for (let round = 1; round <= maxRounds; round++) {
+    try {
+      const { user_group } = await api.rotateToken(sentToken, group.userGroupId);
+      return {
+        token: user_group.token,
+        teamId: user_group.team_id,
+        providedId: user_group.provided_id,
+        name: user_group.name,
+        environment: user_group.api_environment_tag,
+      };
+    } catch (error) {
+      if (!isApiError(error)) throw error;
+      const lostAnswer = error.ambiguous;
+      const unknownToken = error.isNotFound;
+      if (!lostAnswer && !unknownToken) throw error;
+      lastError = error;
+      const current = await currentGroup(api, group.name, group.userGroupId);
+      if (current === undefined) {
+        throw new Error(
+          `Cannot rotate the token of user group "${group.userGroupId}": it no longer exists on the server. ` +
+            "Run `pulumi refresh` to record that, then `pulumi up` to create it again.",
+        );
+      }
+      // A lost answer whose rotation happened: the token changed under us.
+      if (lostAnswer && current.token !== sentToken) {
+        return { token: current.token, teamId: current.team_id, providedId: current.provided_id, name: current.name, environment: api.environment };
+      }
+      // Not rotated (or our token was stale from an out-of-band rotation): rotate the current one.
+      sentToken = current.token;
+    }
+  }
+  throw lastError;
+}
+
+/** Update: PUT the changed fields, then rotate if the trigger changed. */
+export async function updateUserGroup(api: UserGroupsApi, olds: UserGroupOutputs, news: CheckedInputs): Promise<UserGroupOutputs> {
+  let outputs: UserGroupOutputs = { ...olds, ...news };
+  if (news.properties === undefined) delete outputs.properties;
+  if (news.rotationTrigger === undefined) delete outputs.rotationTrigger;
+  const changed = fieldsToUpdate(olds, news);
+  if (changed.length > 0) {
+    const request: UpdateUserRequest = { user_group_id: news.userGroupId };
+    if (changed.includes("name")) request.name = news.name;
+    if (changed.includes("mapping")) request.mapping = news.mapping;
+    if (changed.includes("properties")) request.properties = wireProperties(news);
+    const { user_group } = await api.update(request);
+    outputs = { ...outputs, token: user_group.token, teamId: user_group.team_id, providedId: user_group.provided_id, apiEnvironmentTag: user_group.api_environment_tag };
+  }
+  if ((olds.rotationTrigger ?? null) !== (news.rotationTrigger ?? null)) {
+    const rotated = await rotateUserGroupToken(api, { name: news.name, userGroupId: news.userGroupId, token: outputs.token });
+    outputs = { ...outputs, token: rotated.token, teamId: rotated.teamId, providedId: rotated.providedId };
+    if (rotated.environment !== undefined) outputs.apiEnvironmentTag = rotated.environment;
+  }
+  return outputs;
+}
+
+/** R7: delete by current token; a stale token is looked up again; already gone is success. */
+export async function deleteUserGroup(api: UserGroupsApi, olds: Pick<UserGroupOutputs, "name" | "userGroupId" | "token">): Promise<void> {
+  try {
+    await api.delete({ current_token: olds.token, user_group_id: olds.userGroupId });
+    return;
+  } catch (error) {
+    if (!(isApiError(error) && error.isNotFound)) throw error;
+  }
+  const current = await currentGroup(api, olds.name, olds.userGroupId);
+  if (current === undefined) return; // already gone
+  try {
+    await api.delete({ current_token: current.token, user_group_id: olds.userGroupId });
+  } catch (error) {
+    if (isApiError(error) && error.isNotFound) return; // deleted by someone else meanwhile
+    throw error;
+  }
+}

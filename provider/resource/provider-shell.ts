@@ -1,0 +1,13 @@
+// What Pulumi stores as `__provider` for every UserGroup: a tiny module that,
+// at run time, loads the installed package's provider by name from the
+// program's directory (the dynamic-provider process runs there). It captures
+// no credentials and none of our code, so the state stays small, it is the
+// same text on every machine (no spurious diffs), and refresh and destroy run
+// the current provider code. Pulumi's closure serializer would instead write
+// ~3 KB of wrappers per resource, twice (inputs and outputs).
+
+/** Resolved by Pulumi's dynamic-provider process as `requireFromString(text).handler()`. */
+export const PROVIDER_MODULE_TEXT =
+  'exports.handler=()=>{try{return require("node:module").createRequire(process.cwd()+"/_.js")' +
+  '("pulumi-user-groups/provider-runtime").userGroupProvider}catch(e){throw new Error("pulumi-user-groups ' +
+  'is not installed where this Pulumi program runs ("+process.cwd()+"): npm install pulumi-user-groups. "+e.message)}};';

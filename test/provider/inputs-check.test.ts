@@ -1,0 +1,85 @@
+// R1: every input is validated before any request, and each failure names the
+// property and the rule it broke.
+import { describe, expect, it } from "vitest";
+import { checkInputs, UNKNOWN_VALUE } from "../../provider/logic/inputs";
+
+function failuresOf(raw: Record<string, unknown>) {
+  const result = checkInputs(raw);
+  if (result.ok) throw new Error("expected check to fail");
+  return result.failures;
+}
+
+describe("checkInputs", () => {
+  it("accepts a full declaration and fills defaults", () => {
+    const result = checkInputs({ name: "Acme Corp", userGroupId: "acme", __provider: "serialized" });
+    expect(result).toEqual({
+      ok: true,
+      inputs: { name: "Acme Corp", userGroupId: "acme", mapping: {}, adoptExisting: false },
+    });
+  });
+
+  it("keeps every optional input that is given", () => {
+    const result = checkInputs({
+      name: "Acme",
+      userGroupId: "acme",
+      mapping: { sales: "warehouse-eu" },
+      properties: { region: "eu", seats: 40, nested: { ok: [1, null, "x"] } },
+      rotationTrigger: "2026-11",
+      adoptExisting: true,
+      profile: "testing",
+    });
+    expect(result.ok && result.inputs).toEqual({
+      name: "Acme",
+      userGroupId: "acme",
+      mapping: { sales: "warehouse-eu" },
+      properties: { region: "eu", seats: 40, nested: { ok: [1, null, "x"] } },
+      rotationTrigger: "2026-11",
+      adoptExisting: true,
+      profile: "testing",
+    });
+  });
+
+  it.each([
+    [{ userGroupId: "acme" }, "name", /name is required/],
+    [{ name: "", userGroupId: "acme" }, "name", /1 to 255 characters/],
+    [{ name: "   ", userGroupId: "acme" }, "name", /must not be blank/],
+    [{ name: "x".repeat(256), userGroupId: "acme" }, "name", /1 to 255/],
+    [{ name: "Acme" }, "userGroupId", /userGroupId is required/],
+    [{ name: "Acme", userGroupId: 42 }, "userGroupId", /string/],
+    [{ name: "Acme", userGroupId: "acme", mapping: { sales: 3 } }, "mapping.sales", /string/],
+    [{ name: "Acme", userGroupId: "acme", mapping: ["a"] }, "mapping", /record|object/],
+    [{ name: "Acme", userGroupId: "acme", properties: "region=eu" }, "properties", /record|object/],
+    [{ name: "Acme", userGroupId: "acme", properties: [1, 2] }, "properties", /record|object/],
+    [{ name: "Acme", userGroupId: "acme", adoptExisting: "yes" }, "adoptExisting", /boolean/],
+    [{ name: "Acme", userGroupId: "acme", profile: "has space" }, "profile", /letters, digits/],
+    [{ name: "Acme", userGroupId: "acme", rotationTrigger: 7 }, "rotationTrigger", /string/],
+  ])("rejects %j naming %s", (raw, property, reason) => {
+    const failures = failuresOf(raw);
+    const failure = failures.find((f) => f.property === property);
+    expect(failure, JSON.stringify(failures)).toBeDefined();
+    expect(failure?.reason).toMatch(reason);
+  });
+
+  it("rejects a mapping with more than 256 keys", () => {
+    const mapping = Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`k${i}`, "v"]));
+    expect(failuresOf({ name: "A", userGroupId: "a", mapping })[0]).toMatchObject({ property: "mapping" });
+  });
+
+  it("reports every broken property at once", () => {
+    const properties = failuresOf({ name: "", userGroupId: "", mapping: { a: 1 } }).map((f) => f.property);
+    expect(properties).toEqual(expect.arrayContaining(["name", "userGroupId", "mapping.a"]));
+  });
+
+  it("passes values still unknown in a preview through unchecked", () => {
+    const result = checkInputs({ name: UNKNOWN_VALUE, userGroupId: "acme", mapping: { sales: UNKNOWN_VALUE } });
+    expect(result).toEqual({
+      ok: true,
+      inputs: { name: UNKNOWN_VALUE, userGroupId: "acme", mapping: { sales: UNKNOWN_VALUE }, adoptExisting: false },
+    });
+  });
+
+  it("treats null properties as none", () => {
+    const result = checkInputs({ name: "A", userGroupId: "a", properties: null });
+    expect(result.ok && "properties" in result.inputs).toBe(false);
+  });
+});
