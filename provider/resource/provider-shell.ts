@@ -6,8 +6,11 @@
 // the current provider code. Pulumi's closure serializer would instead write
 // ~3 KB of wrappers per resource, twice (inputs and outputs).
 
-/** Resolved by Pulumi's dynamic-provider process as `requireFromString(text).handler()`. */
+/**
+ * Resolved by Pulumi's dynamic-provider process as `requireFromString(text).handler()`.
+ * When the package is not installed there, Node's own error names the missing
+ * module "pulumi-user-groups/provider-runtime". Kept short: it is stored twice per group.
+ */
 export const PROVIDER_MODULE_TEXT =
-  'exports.handler=()=>{try{return require("node:module").createRequire(process.cwd()+"/_.js")' +
-  '("pulumi-user-groups/provider-runtime").userGroupProvider}catch(e){throw new Error("pulumi-user-groups ' +
-  'is not installed where this Pulumi program runs ("+process.cwd()+"): npm install pulumi-user-groups. "+e.message)}};';
+  'exports.handler=()=>require("node:module").createRequire(process.cwd()+"/_.js")' +
+  '("pulumi-user-groups/provider-runtime").userGroupProvider;';

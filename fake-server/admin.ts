@@ -1,0 +1,88 @@
+// The /__admin/ endpoints: inspect and steer the fake server from tests and demos.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { secretEquals } from "./auth.js";
+import { ApiError } from "./errors.js";
+import { faultRulesBodySchema, type FaultRule } from "./faults.js";
+import { parseBody } from "./handlers.js";
+import { readBody, sendJson } from "./http.js";
+import type { JournalEntry } from "./journal.js";
+import type { StoredGroup } from "./store.js";
+
+export const ADMIN_PREFIX = "/__admin/";
+
+/** What the admin endpoints act on; the same functions back the in-process helpers. */
+export interface AdminActions {
+  reset(): Promise<void>;
+  groups(): StoredGroup[];
+  journal(): JournalEntry[];
+  clearJournal(): void;
+  faults(): FaultRule[];
+  addFaults(rules: FaultRule[]): void;
+  clearFaults(): void;
+}
+
+type AdminRoute = (req: IncomingMessage, actions: AdminActions, res: ServerResponse) => Promise<object>;
+
+const ROUTES: Record<string, Record<string, AdminRoute>> = {
+  reset: {
+    POST: async (_req, a) => {
+      await a.reset();
+      return {};
+    },
+  },
+  groups: { GET: async (_req, a) => ({ groups: a.groups() }) },
+  requests: {
+    GET: async (_req, a) => ({ requests: a.journal() }),
+    DELETE: async (_req, a) => {
+      a.clearJournal();
+      return {};
+    },
+  },
+  faults: {
+    GET: async (_req, a) => ({ rules: a.faults() }),
+    POST: async (req, a, res) => {
+      const body = parseBody(await readBody(req, res));
+      const parsed = faultRulesBodySchema.safeParse(body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const where = issue?.path.join(".") ?? "";
+        throw new ApiError(400, "invalid_body", `fault rules: ${where === "" ? "" : `${where}: `}${issue?.message ?? "invalid"}`);
+      }
+      a.addFaults(parsed.data.rules);
+      return { rules: a.faults() };
+    },
+    DELETE: async (_req, a) => {
+      a.clearFaults();
+      return {};
+    },
+  },
+};
+
+/** Answers one admin request; returns the status sent. Throws ApiError for failures. */
+export async function handleAdmin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  actions: AdminActions,
+  adminToken: string | undefined,
+): Promise<number> {
+  if (adminToken !== undefined) {
+    const given = req.headers["x-admin-token"];
+    if (typeof given !== "string" || !secretEquals(given, adminToken)) {
+      throw new ApiError(401, "unauthorized", "admin endpoints need the header X-Admin-Token");
+    }
+  }
+  const name = path.slice(ADMIN_PREFIX.length);
+  const route = Object.hasOwn(ROUTES, name) ? ROUTES[name] : undefined;
+  if (route === undefined) throw new ApiError(404, "not_found", `no admin endpoint ${path}`);
+  const method = req.method ?? "";
+  const handler = Object.hasOwn(route, method) ? route[method] : undefined;
+  if (handler === undefined) {
+    throw new ApiError(405, "method_not_allowed", `${path} accepts ${Object.keys(route).join(", ")}`, {
+      Allow: Object.keys(route).join(", "),
+    });
+  }
+  const result = await handler(req, actions, res);
+  sendJson(res, 200, { success: 1, ...result });
+  return 200;
+}

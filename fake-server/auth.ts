@@ -1,0 +1,68 @@
+// API keys (W1): `Authorization: Token <KEY>`, each key bound to one environment
+// and either read-write or read-only. Keys are compared in constant time: both
+// sides are hashed to 32 bytes (so lengths never differ) and every known key is
+// compared, without stopping at the first match.
+import { createHash, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import { environmentSchema } from "../provider/wire/schemas.js";
+
+export const apiKeyConfigSchema = z.object({
+  key: z
+    .string()
+    .min(1, "an API key must not be empty")
+    .regex(/^[\x21-\x7e]+$/, "an API key must be printable ASCII without spaces"),
+  environment: environmentSchema,
+  readOnly: z.boolean().optional(),
+});
+export type ApiKeyConfig = z.infer<typeof apiKeyConfigSchema>;
+
+/** A key as the server uses it: the secret itself never leaves this module's records. */
+export interface ApiKey {
+  /** Index of the key in the configuration: a name for it that is not secret. */
+  readonly id: number;
+  readonly environment: ApiKeyConfig["environment"];
+  readonly readOnly: boolean;
+}
+
+export type AuthResult =
+  | { ok: true; key: ApiKey }
+  | { ok: false; reason: "missing" | "malformed" | "unknown"; presented?: string };
+
+const AUTH_PATTERN = /^Token +([\x21-\x7e]+) *$/i;
+
+function sha256(value: string): Buffer {
+  return createHash("sha256").update(value, "utf8").digest();
+}
+
+export class KeyRing {
+  /** Hashes computed once at start: the hot path hashes only the presented key. */
+  private readonly entries: ReadonlyArray<{ hash: Buffer; key: ApiKey }>;
+  readonly secrets: readonly string[];
+
+  constructor(configs: readonly ApiKeyConfig[]) {
+    this.entries = configs.map((c, id) => ({
+      hash: sha256(c.key),
+      key: { id, environment: c.environment, readOnly: c.readOnly === true },
+    }));
+    this.secrets = configs.map((c) => c.key);
+  }
+
+  authenticate(header: string | undefined): AuthResult {
+    if (header === undefined || header === "") return { ok: false, reason: "missing" };
+    const match = AUTH_PATTERN.exec(header);
+    const presented = match?.[1];
+    if (presented === undefined) return { ok: false, reason: "malformed" };
+    const hash = sha256(presented);
+    let found: ApiKey | undefined;
+    for (const entry of this.entries) {
+      // No early exit: the time taken does not tell which key (if any) matched.
+      if (timingSafeEqual(entry.hash, hash) && found === undefined) found = entry.key;
+    }
+    return found === undefined ? { ok: false, reason: "unknown", presented } : { ok: true, key: found };
+  }
+}
+
+/** Constant-time comparison of two secrets of any length (used for the admin token). */
+export function secretEquals(a: string, b: string): boolean {
+  return timingSafeEqual(sha256(a), sha256(b));
+}

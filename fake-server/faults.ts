@@ -1,0 +1,89 @@
+// Fault injection: rules installed through `POST /__admin/faults` (or the
+// in-process helpers) that make chosen requests fail in chosen ways.
+import { z } from "zod";
+import { API_METHODS } from "../provider/wire/schemas.js";
+
+export const FAULT_ACTIONS = ["status", "delay", "reset", "drop-after-apply"] as const;
+
+const ruleBase = {
+  method: z.enum(API_METHODS),
+  /** Matches the body's user_group_id, or for POST/DELETE the id of the group owning current_token. */
+  user_group_id: z.string().optional(),
+  /** Fires for the first `times` matches only. */
+  times: z.number().int().positive().optional(),
+  /** Fires on each match with this chance. */
+  probability: z.number().min(0).max(1).optional(),
+};
+
+export const faultRuleSchema = z.discriminatedUnion("action", [
+  z.strictObject({
+    ...ruleBase,
+    action: z.literal("status"),
+    status: z.number().int().min(200).max(599),
+    retryAfter: z.number().int().nonnegative().optional(),
+  }),
+  z.strictObject({ ...ruleBase, action: z.literal("delay"), delayMs: z.number().int().nonnegative().max(600_000) }),
+  z.strictObject({ ...ruleBase, action: z.literal("reset") }),
+  z.strictObject({ ...ruleBase, action: z.literal("drop-after-apply") }),
+]);
+export type FaultRule = z.infer<typeof faultRuleSchema>;
+export type FaultRuleInput = z.input<typeof faultRuleSchema>;
+
+export const faultRulesBodySchema = z.strictObject({ rules: z.array(faultRuleSchema) });
+
+/** A rule plus how many more times it may fire (undefined = unlimited). */
+export interface ActiveRule {
+  rule: FaultRule;
+  remaining: number | undefined;
+}
+
+export interface FaultMatch {
+  method: string;
+  /** The id the request is about, when it can be told (see ruleBase.user_group_id). */
+  userGroupId: string | undefined;
+}
+
+export class FaultTable {
+  private rules: ActiveRule[] = [];
+
+  constructor(private readonly random: () => number = Math.random) {}
+
+  add(rules: readonly FaultRule[]): void {
+    for (const rule of rules) this.rules.push({ rule, remaining: rule.times });
+  }
+
+  clear(): void {
+    this.rules = [];
+  }
+
+  list(): Array<FaultRule & { remaining?: number }> {
+    return this.rules.map((r) => (r.remaining === undefined ? { ...r.rule } : { ...r.rule, remaining: r.remaining }));
+  }
+
+  get empty(): boolean {
+    return this.rules.length === 0;
+  }
+
+  /** True if some rule could apply to this method (cheap pre-check for the hot path). */
+  watches(method: string): boolean {
+    return this.rules.some((r) => r.rule.method === method && r.remaining !== 0);
+  }
+
+  /**
+   * The first rule, in the order installed, that matches and fires; a rule that
+   * fires uses up one of its `times`. With both `times` and `probability`, each
+   * match fires with that chance, at most `times` times.
+   */
+  pick(request: FaultMatch): FaultRule | undefined {
+    for (const active of this.rules) {
+      const { rule } = active;
+      if (rule.method !== request.method) continue;
+      if (rule.user_group_id !== undefined && rule.user_group_id !== request.userGroupId) continue;
+      if (active.remaining === 0) continue;
+      if (rule.probability !== undefined && !(this.random() < rule.probability)) continue;
+      if (active.remaining !== undefined) active.remaining -= 1;
+      return rule;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,178 @@
+// The in-memory state: user groups keyed by environment + id, with a token index.
+// Every method is synchronous on purpose: node runs one callback at a time, so a
+// check followed by an insert here can never interleave with another request
+// (that is what makes concurrent get-or-create of one id create exactly one group).
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import {
+  environmentSchema,
+  jsonObjectSchema,
+  type Environment,
+  type Mapping,
+  type Properties,
+} from "../provider/wire/schemas.js";
+
+/** A stored group, exactly as `GET /__admin/groups` and the data file show it. */
+export const storedGroupSchema = z.object({
+  environment: environmentSchema,
+  user_group_id: z.string(),
+  name: z.string(),
+  mapping: z.record(z.string(), z.string()),
+  properties: jsonObjectSchema.nullable(),
+  team_id: z.number().int().positive(),
+  token: z.string(),
+});
+export type StoredGroup = z.infer<typeof storedGroupSchema>;
+
+/** What the data file holds. */
+export const snapshotSchema = z.object({
+  version: z.literal(1),
+  next_team_id: z.number().int().positive(),
+  groups: z.array(storedGroupSchema),
+});
+export type Snapshot = z.infer<typeof snapshotSchema>;
+
+export interface NewGroup {
+  name: string;
+  mapping: Mapping;
+  properties: Properties | null;
+}
+
+export interface GroupChanges {
+  name?: string;
+  mapping?: Mapping;
+  properties?: Properties | null;
+}
+
+/** A fresh user-group token: 32 bytes from the CSPRNG as 64 lowercase hex characters (W10). */
+export function newToken(): string {
+  return randomBytes(32).toString("hex");
+}
+
+function groupKey(environment: Environment, id: string): string {
+  // Environment names never contain a NUL, so this key cannot collide.
+  return `${environment}\u0000${id}`;
+}
+
+export class Store {
+  private readonly groups = new Map<string, StoredGroup>();
+  /** token -> group key; tokens are unique across environments. */
+  private readonly byToken = new Map<string, string>();
+  private nextTeamId = 1;
+
+  /** Called after every mutation (persistence hooks in here). */
+  onChange: () => void = () => {};
+  /** Counts mutations, so a caller can tell whether an operation changed anything. */
+  version = 0;
+
+  get(environment: Environment, id: string): StoredGroup | undefined {
+    return this.groups.get(groupKey(environment, id));
+  }
+
+  /** The group holding `token`, but only if it lives in `environment` (W9). */
+  getByToken(environment: Environment, token: string): StoredGroup | undefined {
+    const key = this.byToken.get(token);
+    if (key === undefined) return undefined;
+    const group = this.groups.get(key);
+    return group !== undefined && group.environment === environment ? group : undefined;
+  }
+
+  /** Get-or-create (W5). */
+  getOrCreate(environment: Environment, id: string, init: NewGroup): { group: StoredGroup; created: boolean } {
+    const existing = this.get(environment, id);
+    if (existing !== undefined) return { group: existing, created: false };
+    const group: StoredGroup = {
+      environment,
+      user_group_id: id,
+      name: init.name,
+      mapping: init.mapping,
+      properties: init.properties,
+      team_id: this.nextTeamId++,
+      token: this.uniqueToken(),
+    };
+    this.insert(group);
+    this.changed();
+    return { group, created: true };
+  }
+
+  update(environment: Environment, id: string, changes: GroupChanges): StoredGroup | undefined {
+    const group = this.get(environment, id);
+    if (group === undefined) return undefined;
+    if (changes.name !== undefined) group.name = changes.name;
+    if (changes.mapping !== undefined) group.mapping = changes.mapping;
+    if (changes.properties !== undefined) group.properties = changes.properties;
+    this.changed();
+    return group;
+  }
+
+  /** Issues a new token; the old one stops working at once (W7). */
+  rotate(environment: Environment, token: string): StoredGroup | undefined {
+    const group = this.getByToken(environment, token);
+    if (group === undefined) return undefined;
+    this.byToken.delete(group.token);
+    group.token = this.uniqueToken();
+    this.byToken.set(group.token, groupKey(group.environment, group.user_group_id));
+    this.changed();
+    return group;
+  }
+
+  remove(group: StoredGroup): void {
+    this.groups.delete(groupKey(group.environment, group.user_group_id));
+    this.byToken.delete(group.token);
+    this.changed();
+  }
+
+  /** Every group, copied so callers cannot change the store by accident. */
+  list(): StoredGroup[] {
+    return [...this.groups.values()].map((g) => structuredClone(g));
+  }
+
+  /**
+   * Empties the store. The team_id counter keeps counting so an id handed out
+   * before a reset never comes back for a different group.
+   */
+  reset(): void {
+    this.groups.clear();
+    this.byToken.clear();
+    this.changed();
+  }
+
+  snapshot(): Snapshot {
+    return { version: 1, next_team_id: this.nextTeamId, groups: [...this.groups.values()] };
+  }
+
+  /** Replaces the whole state from a snapshot (no onChange: it is already on disk). */
+  load(snapshot: Snapshot): void {
+    this.groups.clear();
+    this.byToken.clear();
+    let maxTeamId = 0;
+    for (const group of snapshot.groups) {
+      this.insert({ ...group });
+      maxTeamId = Math.max(maxTeamId, group.team_id);
+    }
+    this.nextTeamId = Math.max(snapshot.next_team_id, maxTeamId + 1);
+  }
+
+  get size(): number {
+    return this.groups.size;
+  }
+
+  private changed(): void {
+    this.version += 1;
+    this.onChange();
+  }
+
+  private insert(group: StoredGroup): void {
+    const key = groupKey(group.environment, group.user_group_id);
+    this.groups.set(key, group);
+    this.byToken.set(group.token, key);
+  }
+
+  private uniqueToken(): string {
+    // A collision of 256 random bits will not happen, but W10 promises uniqueness.
+    for (;;) {
+      const token = newToken();
+      if (!this.byToken.has(token)) return token;
+    }
+  }
+}

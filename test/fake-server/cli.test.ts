@@ -1,0 +1,107 @@
+// The user-groups-fake-server command: listening line, keys, flags, graceful stop.
+import { request } from "undici";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli, type CliRun } from "./cli-process.js";
+
+const running: CliRun[] = [];
+function cli(args: readonly string[]): CliRun {
+  const run = runCli(args);
+  running.push(run);
+  return run;
+}
+afterEach(async () => {
+  for (const run of running.splice(0)) {
+    if (run.child.exitCode === null && run.child.signalCode === null) {
+      run.child.kill("SIGKILL");
+      await run.exited;
+    }
+  }
+});
+
+async function get(url: string, key: string, id: string): Promise<{ status: number; json: { success: number } }> {
+  const res = await request(`${url}/api/user`, {
+    method: "GET",
+    headers: { authorization: `Token ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "N", user_group_id: id }),
+  });
+  return { status: res.statusCode, json: (await res.body.json()) as { success: number } };
+}
+
+describe("user-groups-fake-server", () => {
+  it("prints exactly one listening line, serves the API, and exits 0 on SIGTERM", async () => {
+    const run = cli(["--api-key", "cli-key-customer=Customer", "--api-key", "cli-key-testing=Testing:ro"]);
+    const url = await run.listening;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await get(url, "cli-key-customer", "a")).status).toBe(200);
+    // :ro makes the Testing key read-only: a creating GET is refused.
+    expect((await get(url, "cli-key-testing", "a")).status).toBe(403);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    expect(run.stdout()).toBe(`listening on ${url}\n`);
+    expect(run.stderr()).not.toContain("cli-key-customer");
+  });
+
+  it("SIGTERM lets an in-flight request finish before exiting", async () => {
+    const run = cli(["--api-key", "cli-key-customer=Customer"]);
+    const url = await run.listening;
+    await request(`${url}/__admin/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ rules: [{ method: "GET", action: "delay", delayMs: 400 }] }),
+    }).then((r) => r.body.text());
+    const inFlight = get(url, "cli-key-customer", "slow");
+    await new Promise((r) => setTimeout(r, 150));
+    run.child.kill("SIGTERM");
+    const reply = await inFlight;
+    expect(reply.status).toBe(200);
+    expect(reply.json.success).toBe(1);
+    expect(await run.exited).toBe(0);
+  });
+
+  it("without --api-key it generates one Customer key and prints it once to stderr", async () => {
+    const run = cli([]);
+    const url = await run.listening;
+    const match = /generated a Customer read-write API key: (\S+)/.exec(run.stderr());
+    expect(match).not.toBeNull();
+    const key = match?.[1] ?? "";
+    expect(run.stderr().split(key).length - 1).toBe(1);
+    expect((await get(url, key, "a")).status).toBe(200);
+    run.child.kill("SIGINT");
+    expect(await run.exited).toBe(0);
+  });
+
+  it("--rate-limit and --log work, and the log never shows the key", async () => {
+    const run = cli(["--api-key", "cli-key-customer=Customer", "--rate-limit", "2/60", "--log"]);
+    const url = await run.listening;
+    expect((await get(url, "cli-key-customer", "a")).status).toBe(200);
+    expect((await get(url, "cli-key-customer", "a")).status).toBe(200);
+    expect((await get(url, "cli-key-customer", "a")).status).toBe(429);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    expect(run.stderr()).toMatch(/GET \/api\/user 429 [\d.]+ms Customer/);
+    expect(run.stderr()).not.toContain("cli-key-customer");
+  });
+
+  it.each([
+    [["--bogus"], /bogus/],
+    [["--port", "http"], /--port/],
+    [["--port", "70000"], /--port/],
+    [["--api-key", "novalue"], /KEY=ENV/],
+    [["--api-key", "k=Production"], /Customer, Testing/],
+    [["--rate-limit", "5"], /N\/SECONDS/],
+    [["--rate-limit", "0/10"], /N\/SECONDS/],
+    [["--host", "0.0.0.0"], /admin token/],
+    [["stray-positional"], /positional|Unexpected/i],
+  ])("bad flags %j: a clear message and exit code 2", async (args, message) => {
+    const run = cli(args);
+    expect(await run.exited).toBe(2);
+    expect(run.stderr()).toMatch(message);
+    expect(run.stdout()).toBe("");
+  });
+
+  it("--help prints the usage and exits 0", async () => {
+    const run = cli(["--help"]);
+    expect(await run.exited).toBe(0);
+    expect(run.stdout()).toContain("--api-key KEY=ENV[:ro]");
+  });
+});
