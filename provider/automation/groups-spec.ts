@@ -1,0 +1,69 @@
+// The list of groups a caller (or a groups file) declares, validated before
+// Pulumi runs: each entry with the resource's own rules, plus no userGroupId
+// twice under one profile (profiles stand for environments; two profiles may
+// still share one environment, which only the service can tell).
+import { z } from "zod";
+import { userGroupInputsSchema } from "../logic/inputs";
+
+export const groupSpecSchema = userGroupInputsSchema.strict();
+export type GroupSpec = z.infer<typeof groupSpecSchema>;
+
+export const groupsDocumentSchema = z.strictObject({ groups: z.array(z.unknown()) });
+
+export interface SpecProblem {
+  /** 0-based position in the list. */
+  readonly entry: number;
+  readonly userGroupId?: string;
+  readonly problem: string;
+}
+
+export class GroupsValidationError extends Error {
+  constructor(
+    readonly problems: readonly SpecProblem[],
+    readonly source?: string,
+  ) {
+    super(
+      `${source ? `${source}: ` : ""}${problems.length === 1 ? "1 problem" : `${problems.length} problems`} in the groups, nothing was changed:\n` +
+        problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId "${p.userGroupId}")` : ""}: ${p.problem}`).join("\n"),
+    );
+    this.name = "GroupsValidationError";
+  }
+}
+
+/** The Pulumi resource name of a group: unique per (profile, userGroupId). */
+export function resourceNameOf(spec: Pick<GroupSpec, "profile" | "userGroupId">): string {
+  return `${spec.profile ?? "default"}.${spec.userGroupId}`;
+}
+
+/** Validates every entry; throws GroupsValidationError listing every problem at once. */
+export function validateGroups(entries: readonly unknown[], source?: string): GroupSpec[] {
+  const problems: SpecProblem[] = [];
+  const specs: GroupSpec[] = [];
+  const seen = new Map<string, number>();
+  entries.forEach((entry, index) => {
+    const parsed = groupSpecSchema.safeParse(entry);
+    const idOf = (entry as { userGroupId?: unknown } | null)?.userGroupId;
+    const userGroupId = typeof idOf === "string" ? idOf : undefined;
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        const where = issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
+        problems.push({ entry: index, userGroupId, problem: `${where}${issue.message}` });
+      }
+      return;
+    }
+    const key = resourceNameOf(parsed.data);
+    const first = seen.get(key);
+    if (first !== undefined) {
+      problems.push({
+        entry: index,
+        userGroupId,
+        problem: `duplicate userGroupId under profile "${parsed.data.profile ?? "default"}" (also groups[${first}])`,
+      });
+      return;
+    }
+    seen.set(key, index);
+    specs.push(parsed.data);
+  });
+  if (problems.length > 0) throw new GroupsValidationError(problems, source);
+  return specs;
+}

@@ -1,0 +1,17 @@
+// pulumi-user-groups/automation: provision many groups from code.
+export {
+  destroyUserGroups,
+  type GroupChange,
+  type GroupEvent,
+  type GroupResult,
+  type Operation,
+  previewUserGroups,
+  type ProvisionOptions,
+  provisionUserGroups,
+  refreshUserGroups,
+  type RunOptions,
+  type RunResult,
+  type RunSummary,
+  StackLockedError,
+} from "./provision";
+export { type GroupSpec, groupSpecSchema, GroupsValidationError, resourceNameOf, type SpecProblem, validateGroups } from "./groups-spec";

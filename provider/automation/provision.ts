@@ -1,0 +1,298 @@
+// Provisioning many groups from code: an inline Automation-API program that
+// declares one UserGroup per entry. The engine runs in a child process; the
+// program runs in this one.
+import { type EngineEvent, LocalWorkspace, type OutputMap, type Stack } from "@pulumi/pulumi/automation";
+import path from "node:path";
+import { UserGroup } from "../resource/user-group";
+import type { Environment } from "../wire/schemas";
+import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { PROJECT_NAME, prepareWorkspace } from "./workspace";
+
+export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
+
+export interface GroupResult {
+  /** Pulumi resource name: `<profile or "default">.<userGroupId>`. */
+  readonly resourceName: string;
+  readonly userGroupId: string;
+  readonly profile?: string;
+  readonly change: GroupChange;
+  /** After up: what the service holds. The token is yours to keep secret. */
+  readonly name?: string;
+  readonly token?: string;
+  readonly teamId?: number;
+  readonly apiEnvironmentTag?: Environment;
+}
+
+export interface RunSummary {
+  readonly create: number;
+  readonly update: number;
+  readonly replace: number;
+  readonly delete: number;
+  readonly same: number;
+}
+
+export interface RunResult {
+  readonly operation: Operation;
+  readonly stack: string;
+  readonly backendUrl: string;
+  readonly summary: RunSummary;
+  /** True when anything would change / changed. */
+  readonly changed: boolean;
+  readonly groups: readonly GroupResult[];
+}
+
+/** A progress event, one per group step (the raw engine event rides along). */
+export interface GroupEvent {
+  readonly resourceName: string;
+  readonly phase: "started" | "done" | "failed";
+  readonly change: GroupChange;
+  readonly message?: string;
+  readonly engineEvent: EngineEvent;
+}
+
+export interface RunOptions {
+  /** Stack name, e.g. "prod". */
+  readonly stack: string;
+  /** Where the stack's settings live (keep it: Pulumi.<stack>.yaml holds the secrets salt). Default `.user-groups/` in the current directory. */
+  readonly workDir?: string;
+  /** Pulumi backend; default a file backend in `<workDir>/state`, or PULUMI_BACKEND_URL when set. */
+  readonly backendUrl?: string;
+  /** Passphrase of the stack's secrets; default PULUMI_CONFIG_PASSPHRASE. */
+  readonly passphrase?: string;
+  /** Extra environment for the engine and provider (e.g. USER_GROUPS_API_KEY). The process environment is inherited. */
+  readonly envVars?: Record<string, string>;
+  /** Stack config to set before running, e.g. { "user-groups:apiKey": { value, secret: true } }. */
+  readonly config?: Record<string, { value: string; secret?: boolean }>;
+  readonly onEvent?: (event: GroupEvent) => void;
+  /** Pulumi's own progress text. */
+  readonly onOutput?: (text: string) => void;
+  /** How many resource operations Pulumi runs at once (default: Pulumi's). */
+  readonly parallel?: number;
+}
+
+export interface ProvisionOptions extends RunOptions {
+  readonly groups: readonly unknown[];
+}
+
+export type Operation = "preview" | "up" | "refresh" | "destroy";
+
+export class StackLockedError extends Error {
+  constructor(readonly stackName: string) {
+    super(`Stack "${stackName}" is locked: another run on it is in progress. Nothing was changed; try again when it has finished.`);
+    this.name = "StackLockedError";
+  }
+}
+
+/** Stacks this process is running now, by backend and name. */
+const running = new Set<string>();
+
+const GROUP_TYPE_SUFFIX = ":UserGroup";
+
+function lockKey(backendUrl: string, stack: string): string {
+  return `${backendUrl}\u0000${stack}`;
+}
+
+function programFor(specs: readonly GroupSpec[]) {
+  return async () => {
+    const groups: Record<string, unknown> = {};
+    for (const spec of specs) {
+      const resourceName = resourceNameOf(spec);
+      const { properties, ...rest } = spec;
+      const group = new UserGroup(resourceName, properties === null ? rest : { ...rest, properties });
+      groups[resourceName] = {
+        userGroupId: group.userGroupId,
+        name: group.name,
+        token: group.token,
+        teamId: group.teamId,
+        apiEnvironmentTag: group.apiEnvironmentTag,
+      };
+    }
+    return { groups };
+  };
+}
+
+function changeOf(op: string): GroupChange {
+  switch (op) {
+    case "create":
+    case "update":
+    case "delete":
+    case "same":
+    case "refresh":
+    case "read":
+      return op;
+    case "replace":
+    case "create-replacement":
+    case "delete-replaced":
+    case "discard-replaced":
+      return "replace";
+    default:
+      return "update";
+  }
+}
+
+function nameFromUrn(urn: string): string {
+  return urn.slice(urn.lastIndexOf("::") + 2);
+}
+
+/** Follows the engine's events and keeps, per group, the most telling change. */
+class ChangeTracker {
+  readonly changes = new Map<string, GroupChange>();
+  constructor(private readonly onEvent?: (event: GroupEvent) => void) {}
+
+  handle = (event: EngineEvent): void => {
+    const pre = event.resourcePreEvent?.metadata;
+    const done = event.resOutputsEvent?.metadata;
+    const failed = event.resOpFailedEvent?.metadata;
+    const meta = pre ?? done ?? failed;
+    if (!meta || !meta.type.endsWith(GROUP_TYPE_SUFFIX)) return;
+    const resourceName = nameFromUrn(meta.urn);
+    let change = changeOf(meta.op);
+    // A refresh reports "refresh"; what changed shows in the diff it carries.
+    if (meta.op === "refresh") change = (meta.diffs?.length ?? 0) > 0 ? "update" : "same";
+    if (failed) change = "failed";
+    const previous = this.changes.get(resourceName);
+    if (previous !== "failed" && !(previous === "replace" && change !== "failed")) this.changes.set(resourceName, change);
+    this.onEvent?.({
+      resourceName,
+      phase: failed ? "failed" : done ? "done" : "started",
+      change,
+      engineEvent: event,
+    });
+  };
+}
+
+interface PreparedRun {
+  readonly stack: Stack;
+  readonly backendUrl: string;
+  readonly release: () => void;
+}
+
+async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
+  const passphrase = options.passphrase ?? process.env.PULUMI_CONFIG_PASSPHRASE;
+  if (passphrase === undefined && process.env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
+    throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
+  }
+  const workspace = prepareWorkspace(
+    options.workDir ?? path.join(process.cwd(), ".user-groups"),
+    // An empty value counts as unset, as the Pulumi CLI treats it.
+    options.backendUrl || process.env.PULUMI_BACKEND_URL || undefined,
+  );
+  const key = lockKey(workspace.backendUrl, options.stack);
+  if (running.has(key)) throw new StackLockedError(options.stack);
+  running.add(key);
+  try {
+    const stack = await LocalWorkspace.createOrSelectStack(
+      { stackName: options.stack, projectName: PROJECT_NAME, program: programFor(specs) },
+      {
+        workDir: workspace.workDir,
+        projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
+        envVars: {
+          PULUMI_SKIP_UPDATE_CHECK: "true",
+          PULUMI_BACKEND_URL: workspace.backendUrl,
+          ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
+          ...options.envVars,
+        },
+      },
+    );
+    if (options.config && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config);
+    return { stack, backendUrl: workspace.backendUrl, release: () => running.delete(key) };
+  } catch (error) {
+    running.delete(key);
+    throw translateLock(error, options.stack);
+  }
+}
+
+/** Pulumi's own lock (another process on the same stack) becomes a StackLockedError. */
+function translateLock(error: unknown, stack: string): unknown {
+  const text = error instanceof Error ? error.message : String(error);
+  return /currently locked|is locked by|ConcurrentUpdateError|\[409\] Conflict/i.test(text) ? new StackLockedError(stack) : error;
+}
+
+function summaryOf(changes: Map<string, GroupChange>): RunSummary {
+  const counts = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
+  for (const change of changes.values()) {
+    if (change in counts) counts[change as keyof typeof counts] += 1;
+  }
+  return counts;
+}
+
+function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupChange>, outputs: OutputMap | undefined): GroupResult[] {
+  const values = (outputs?.groups?.value ?? {}) as Record<string, Partial<GroupResult>>;
+  const names = new Set<string>([...specs.map(resourceNameOf), ...changes.keys()]);
+  return [...names].sort().map((resourceName) => {
+    const spec = specs.find((s) => resourceNameOf(s) === resourceName);
+    const value = values[resourceName] ?? {};
+    const dot = resourceName.indexOf(".");
+    const profile = spec ? spec.profile : resourceName.slice(0, dot) === "default" ? undefined : resourceName.slice(0, dot);
+    return {
+      resourceName,
+      userGroupId: spec?.userGroupId ?? resourceName.slice(dot + 1),
+      ...(profile !== undefined ? { profile } : {}),
+      change: changes.get(resourceName) ?? "same",
+      ...(value.name !== undefined ? { name: value.name } : {}),
+      ...(value.token !== undefined ? { token: value.token } : {}),
+      ...(value.teamId !== undefined ? { teamId: value.teamId } : {}),
+      ...(value.apiEnvironmentTag !== undefined ? { apiEnvironmentTag: value.apiEnvironmentTag } : {}),
+    };
+  });
+}
+
+async function run(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
+  const prepared = await openStack(options, specs);
+  const tracker = new ChangeTracker(options.onEvent);
+  const common = {
+    onEvent: tracker.handle,
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+    ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+  };
+  try {
+    let outputs: OutputMap | undefined;
+    switch (operation) {
+      case "preview":
+        await prepared.stack.preview(common);
+        break;
+      case "up":
+        outputs = (await prepared.stack.up(common)).outputs;
+        break;
+      case "refresh":
+        await prepared.stack.refresh(common);
+        break;
+      case "destroy":
+        await prepared.stack.destroy(common);
+        break;
+    }
+    const summary = summaryOf(tracker.changes);
+    return {
+      operation,
+      stack: options.stack,
+      backendUrl: prepared.backendUrl,
+      summary,
+      changed: summary.create + summary.update + summary.replace + summary.delete > 0,
+      groups: groupResults(operation === "destroy" ? [] : specs, tracker.changes, outputs),
+    };
+  } catch (error) {
+    throw translateLock(error, options.stack);
+  } finally {
+    prepared.release();
+  }
+}
+
+/** `pulumi up` of the given groups: creates, updates, rotates, replaces, and deletes groups no longer listed. */
+export async function provisionUserGroups(options: ProvisionOptions): Promise<RunResult> {
+  return run("up", options, validateGroups(options.groups));
+}
+
+/** What `provisionUserGroups` would change, without changing anything. */
+export async function previewUserGroups(options: ProvisionOptions): Promise<RunResult> {
+  return run("preview", options, validateGroups(options.groups));
+}
+
+/** Reads every managed group back into the state (out-of-band changes, deletions). */
+export async function refreshUserGroups(options: RunOptions): Promise<RunResult> {
+  return run("refresh", options, []);
+}
+
+/** Deletes every group of the stack. */
+export async function destroyUserGroups(options: RunOptions): Promise<RunResult> {
+  return run("destroy", options, []);
+}

@@ -1,0 +1,196 @@
+// The `user-groups` command as a GitOps pipeline runs it: preview on a pull
+// request, up on merge, a scheduled drift check, against the fake server.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { UserGroupsClient } from "../../provider/client/http-client";
+import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+
+const CLI = path.join(REPO_ROOT, "dist/provider/cli/user-groups.js");
+const CUSTOMER_KEY = "cli-customer-key-000000001";
+const TESTING_KEY = "cli-testing-key-0000000002";
+
+let server: FakeServer;
+let env: PulumiTestEnv;
+let groupsFile: string;
+const printed: string[] = [];
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(...args: string[]): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: env.workDir,
+      // No terminal: stdin is closed, as in CI.
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        ...env.envVars,
+        PULUMI_BACKEND_URL: "",
+        USER_GROUPS_BASE_URL: server.url,
+        USER_GROUPS_API_KEY: CUSTOMER_KEY,
+        USER_GROUPS_BASE_URL_TESTING: server.url,
+        USER_GROUPS_API_KEY_TESTING: TESTING_KEY,
+      },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function cliPrinted(...args: string[]): Promise<CliRun> {
+  const result = await cli(...args);
+  printed.push(result.stdout, result.stderr);
+  return result;
+}
+
+function writeGroups(content: string, file = groupsFile): void {
+  writeFileSync(file, content);
+}
+
+const GROUPS = `# groups of the embedded dashboards
+groups:
+  - name: Acme Corp
+    userGroupId: acme
+    mapping: { sales: warehouse-eu }
+    properties: { region: eu, seats: 40 }
+  - name: Globex
+    userGroupId: globex
+  - name: Acme (test)
+    userGroupId: acme
+    profile: testing
+`;
+
+beforeAll(async () => {
+  server = await startFakeServer({
+    apiKeys: [
+      { key: CUSTOMER_KEY, environment: "Customer" },
+      { key: TESTING_KEY, environment: "Testing" },
+    ],
+  });
+  env = createPulumiTestEnv("cli");
+  groupsFile = path.join(env.workDir, "groups.yaml");
+  writeGroups(GROUPS);
+});
+
+afterAll(async () => {
+  await server?.close();
+  env?.cleanup();
+});
+
+describe("user-groups CLI", () => {
+  it("previews the file on a pull request and reports changes to --expect-no-changes", async () => {
+    const preview = await cliPrinted("preview", "--file", groupsFile);
+    expect(preview.code, preview.stderr).toBe(0);
+    expect(preview.stdout).toMatch(/\+ default\.acme\s+default\s+create/);
+    expect(preview.stdout).toMatch(/\+ testing\.acme\s+testing\s+create/);
+    expect(preview.stdout).toMatch(/3 create, 0 update, 0 replace, 0 delete, 0 unchanged/);
+    expect(server.groups()).toEqual([]);
+
+    const check = await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes");
+    expect(check.code).toBe(3);
+  });
+
+  it("refuses up without --yes when nobody can confirm", async () => {
+    const refused = await cliPrinted("up", "--file", groupsFile);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/refusing to up without --yes/);
+    expect(server.groups()).toEqual([]);
+  });
+
+  it("applies on merge, with progress lines and a table, never a token", async () => {
+    const up = await cliPrinted("up", "--file", groupsFile, "--yes");
+    expect(up.code, up.stderr).toBe(0);
+    expect(up.stderr).toMatch(/\+ default\.globex: create done/);
+    expect(up.stdout).toMatch(/default\.acme\s+default\s+Customer\s+create\s+\d+/);
+    expect(up.stdout).toMatch(/testing\.acme\s+testing\s+Testing\s+create/);
+    expect(server.groups().map((g) => `${g.environment}/${g.user_group_id}`).sort()).toEqual(["Customer/acme", "Customer/globex", "Testing/acme"]);
+    const check = await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes");
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+  });
+
+  it("prints one JSON document, with tokens only when asked", async () => {
+    writeGroups(GROUPS.replace("name: Globex", "name: Globex Corporation"));
+    const preview = await cliPrinted("preview", "--file", groupsFile, "--json");
+    expect(preview.code).toBe(0);
+    const doc = JSON.parse(preview.stdout) as { summary: Record<string, number>; changed: boolean };
+    expect(doc).toMatchObject({ changed: true, summary: { update: 1, create: 0 } });
+
+    const up = await cli("up", "--file", groupsFile, "--yes", "--json", "--show-secrets");
+    expect(up.code, up.stderr).toBe(0);
+    const result = JSON.parse(up.stdout) as { groups: Array<{ resourceName: string; token?: string; change: string }> };
+    const tokens = Object.fromEntries(result.groups.map((g) => [g.resourceName, g.token]));
+    expect(tokens["default.globex"]).toBe(server.groups().find((g) => g.user_group_id === "globex")?.token);
+    expect(result.groups.find((g) => g.resourceName === "default.globex")?.change).toBe("update");
+    expect(server.groups().find((g) => g.user_group_id === "globex")?.name).toBe("Globex Corporation");
+
+    const quiet = await cliPrinted("refresh", "--file", groupsFile, "--json");
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).not.toMatch(/"token"/);
+  });
+
+  it("detects drift on a schedule, and refresh + up heal an out-of-band delete", async () => {
+    const victim = server.groups().find((g) => g.user_group_id === "globex")!;
+    const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: CUSTOMER_KEY });
+    await operator.delete({ current_token: victim.token });
+    await operator.close();
+
+    const drift = await cliPrinted("refresh", "--file", groupsFile, "--expect-no-changes");
+    expect(drift.code).toBe(3);
+    expect(drift.stdout).toMatch(/default\.globex\s+default\s+\S*\s*delete/);
+    expect(server.groups().some((g) => g.user_group_id === "globex")).toBe(false);
+
+    const heal = await cliPrinted("up", "--file", groupsFile, "--yes");
+    expect(heal.code, heal.stderr).toBe(0);
+    expect(server.groups().filter((g) => g.user_group_id === "globex")).toHaveLength(1);
+    expect((await cliPrinted("refresh", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
+  });
+
+  it.each([
+    ["malformed YAML", "groups: [ { name: x", /not valid YAML or JSON/],
+    ["no groups list", "name: x\n", /must hold one object with a "groups" list/],
+    ["a duplicate id", "groups:\n  - { name: A, userGroupId: a }\n  - { name: B, userGroupId: a }\n", /groups\[1\] \(userGroupId "a"\): duplicate userGroupId under profile "default" \(also groups\[0\]\)/],
+    ["a bad field", "groups:\n  - { name: A, userGroupId: a }\n  - { name: '  ', userGroupId: b, color: red }\n", /groups\[1\] \(userGroupId "b"\): name: must not be blank[\s\S]*Unrecognized key: "color"/],
+  ])("refuses %s before any change, naming the file and the entry", async (_what, content, message) => {
+    const bad = path.join(env.workDir, "bad.yaml");
+    writeGroups(content, bad);
+    const before = server.journal().length;
+    const run = await cliPrinted("up", "--file", bad, "--yes");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(bad);
+    expect(run.stderr).toMatch(message);
+    expect(server.journal().length).toBe(before);
+  });
+
+  it("accepts a JSON groups file", async () => {
+    const json = path.join(env.workDir, "groups.json");
+    writeFileSync(json, JSON.stringify({ groups: [{ name: "A", userGroupId: "a" }] }));
+    const run = await cliPrinted("preview", "--file", json, "--stack", "json");
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/1 create/);
+  });
+
+  it("destroys every group of the stack", async () => {
+    const destroy = await cliPrinted("destroy", "--file", groupsFile, "--yes");
+    expect(destroy.code, destroy.stderr).toBe(0);
+    expect(server.groups()).toEqual([]);
+  });
+
+  it("never printed a token or an API key (unless --show-secrets)", () => {
+    const all = printed.join("\n");
+    for (const secret of [CUSTOMER_KEY, TESTING_KEY]) expect(all).not.toContain(secret);
+    expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
+  });
+});
