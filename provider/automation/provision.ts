@@ -168,14 +168,15 @@ interface PreparedRun {
 }
 
 async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
-  const passphrase = options.passphrase ?? process.env.PULUMI_CONFIG_PASSPHRASE;
-  if (passphrase === undefined && process.env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
+  const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
+  const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
+  if (passphrase === undefined && passphraseFile === undefined) {
     throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
   const workspace = prepareWorkspace(
     options.workDir ?? path.join(process.cwd(), ".user-groups"),
     // An empty value counts as unset, as the Pulumi CLI treats it.
-    options.backendUrl || process.env.PULUMI_BACKEND_URL || undefined,
+    options.backendUrl || options.envVars?.PULUMI_BACKEND_URL || process.env.PULUMI_BACKEND_URL || undefined,
   );
   const key = lockKey(workspace.backendUrl, options.stack);
   if (running.has(key)) throw new StackLockedError(options.stack);
