@@ -16,7 +16,7 @@ import {
 } from "../provider/wire/schemas.js";
 import type { ApiKey } from "./auth.js";
 import { ApiError } from "./errors.js";
-import type { Store } from "./store.js";
+import type { Store, StoredGroup } from "./store.js";
 
 export type JsonObject = { [key: string]: JsonValue };
 export type SuccessBody = GetUserResponse | UpdateUserResponse | RotateTokenResponse | DeleteUserResponse;
@@ -67,6 +67,11 @@ export function assertMayCall(key: ApiKey, method: ApiMethod): void {
   }
 }
 
+/** The fields every answer carries about a group (W5–W7 add to them). */
+function groupIdentity(group: StoredGroup) {
+  return { team_id: group.team_id, token: group.token, name: group.name, provided_id: group.user_group_id };
+}
+
 export function getUser(store: Store, key: ApiKey, body: JsonObject): GetUserResponse {
   const request = validate(getUserRequestSchema, body);
   if (key.readOnly && store.get(key.environment, request.user_group_id) === undefined) {
@@ -80,13 +85,7 @@ export function getUser(store: Store, key: ApiKey, body: JsonObject): GetUserRes
   return {
     success: 1,
     new_user_group: created,
-    user_group: {
-      team_id: group.team_id,
-      token: group.token,
-      name: group.name,
-      provided_id: group.user_group_id,
-      properties: group.properties,
-    },
+    user_group: { ...groupIdentity(group), properties: group.properties },
   };
 }
 
@@ -100,14 +99,7 @@ export function updateUser(store: Store, key: ApiKey, body: JsonObject): UpdateU
   if (group === undefined) throw notFound("user_group_id");
   return {
     success: 1,
-    user_group: {
-      team_id: group.team_id,
-      token: group.token,
-      name: group.name,
-      provided_id: group.user_group_id,
-      properties: group.properties,
-      api_environment_tag: group.environment,
-    },
+    user_group: { ...groupIdentity(group), properties: group.properties, api_environment_tag: group.environment },
   };
 }
 
@@ -117,13 +109,7 @@ export function rotateToken(store: Store, key: ApiKey, body: JsonObject): Rotate
   if (group === undefined) throw notFound("current_token");
   return {
     success: 1,
-    user_group: {
-      team_id: group.team_id,
-      token: group.token,
-      name: group.name,
-      provided_id: group.user_group_id,
-      api_environment_tag: group.environment,
-    },
+    user_group: { ...groupIdentity(group), api_environment_tag: group.environment },
   };
 }
 

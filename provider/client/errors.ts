@@ -24,31 +24,13 @@ export interface ApiErrorDetails {
   readonly ambiguous: boolean;
 }
 
-export class UserGroupApiError extends Error implements ApiErrorDetails {
-  readonly kind: FailureKind;
-  readonly method: ApiMethod;
-  readonly baseUrl: string;
-  readonly userGroupId?: string;
-  readonly environment?: Environment;
-  readonly status?: number;
-  readonly code?: string;
-  readonly serverMessage?: string;
-  readonly attempts: number;
-  readonly ambiguous: boolean;
-
+// The class carries every detail as a field of its own (declaration merging).
+export interface UserGroupApiError extends ApiErrorDetails {}
+export class UserGroupApiError extends Error {
   constructor(details: ApiErrorDetails) {
     super(describeFailure(details));
     this.name = "UserGroupApiError";
-    this.kind = details.kind;
-    this.method = details.method;
-    this.baseUrl = details.baseUrl;
-    this.userGroupId = details.userGroupId;
-    this.environment = details.environment;
-    this.status = details.status;
-    this.code = details.code;
-    this.serverMessage = details.serverMessage;
-    this.attempts = details.attempts;
-    this.ambiguous = details.ambiguous;
+    Object.assign(this, details);
   }
 
   /** The service said the group (or the token) is unknown in this key's environment. */
