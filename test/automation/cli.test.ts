@@ -182,6 +182,17 @@ describe("user-groups CLI", () => {
     expect(run.stdout).toMatch(/1 create/);
   });
 
+  it("refuses a second concurrent run of one stack from another process, and the state stays sound", async () => {
+    writeGroups(GROUPS.replace("seats: 40", "seats: 41"));
+    const [first, second] = await Promise.all([cliPrinted("up", "--file", groupsFile, "--yes"), cliPrinted("up", "--file", groupsFile, "--yes")]);
+    const codes = [first.code, second.code].sort();
+    expect(codes, first.stderr + second.stderr).toEqual([0, 1]);
+    const loser = first.code === 1 ? first : second;
+    expect(loser.stderr).toMatch(/Stack "default" is locked: another run on it is in progress/);
+    expect(server.groups().find((g) => g.user_group_id === "acme" && g.environment === "Customer")?.properties).toEqual({ region: "eu", seats: 41 });
+    expect((await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
+  });
+
   it("destroys every group of the stack", async () => {
     const destroy = await cliPrinted("destroy", "--file", groupsFile, "--yes");
     expect(destroy.code, destroy.stderr).toBe(0);
