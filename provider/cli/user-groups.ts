@@ -139,16 +139,33 @@ const SYMBOL: Record<string, string> = { create: "+", update: "~", replace: "+-"
 export interface CliIo {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
+  /** Standard input and output are a terminal: someone can confirm. */
   readonly isTty: boolean;
+  /** Standard error is a terminal: progress may redraw in place. */
+  readonly progressIsTty: boolean;
   readonly confirm: (question: string) => Promise<boolean>;
   readonly env: NodeJS.ProcessEnv;
 }
 
-function progressPrinter(io: CliIo): (event: GroupEvent) => void {
+const PHASE_MARK: Record<GroupEvent["phase"], string> = { started: "...", done: "done", failed: "FAILED" };
+
+/** CI: one plain line per step. A terminal: a task list redrawn in place, one row per group. */
+export function progressPrinter(write: (text: string) => void, terminal: boolean): (event: GroupEvent) => void {
+  const rows = new Map<string, string>();
+  let drawn = 0;
   return (event) => {
     if (event.change === "same" || event.change === "read") return;
-    const verb = event.phase === "started" ? "..." : event.phase === "done" ? "done" : "FAILED";
-    io.stderr(`  ${SYMBOL[event.change] ?? "~"} ${event.resourceName}: ${event.change} ${verb}\n`);
+    const row = `  ${SYMBOL[event.change] ?? "~"} ${event.resourceName}: ${event.change} ${PHASE_MARK[event.phase]}`;
+    if (!terminal) {
+      write(`${row}\n`);
+      return;
+    }
+    rows.set(event.resourceName, row);
+    // Back to the top of the list, then each row cleared and written again.
+    let text = drawn > 0 ? `\u001b[${drawn}A` : "";
+    for (const line of rows.values()) text += `\u001b[2K${line}\n`;
+    drawn = rows.size;
+    write(text);
   };
 }
 
@@ -207,18 +224,19 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stderr(`user-groups: refusing to ${args.operation} without --yes: not on a terminal, so nobody can confirm.\n`);
     return EXIT_USAGE;
   }
-  const options: RunOptions & { groups: unknown[] } = {
+  const base: RunOptions & { groups: unknown[] } = {
     stack: args.stack,
     workDir: path.join(path.dirname(path.resolve(args.file)), ".user-groups"),
     ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}),
     ...(args.parallel !== undefined ? { parallel: args.parallel } : {}),
     groups,
-    ...(args.json ? {} : { onEvent: progressPrinter(io) }),
   };
+  // A fresh progress list for each run (the confirmation preview is a run of its own).
+  const options = () => (args.json ? base : { ...base, onEvent: progressPrinter(io.stderr, io.progressIsTty) });
 
   try {
     if (changing && !args.yes) {
-      const preview = args.operation === "up" ? await previewUserGroups(options) : undefined;
+      const preview = args.operation === "up" ? await previewUserGroups(options()) : undefined;
       if (preview) io.stdout(`${formatTable(preview)}\n`);
       if (!(await io.confirm(`${args.operation === "up" ? "Apply these changes" : `Delete every group of stack "${args.stack}"`}? [y/N] `))) {
         io.stderr("user-groups: nothing was changed.\n");
@@ -228,16 +246,16 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     let result: RunResult;
     switch (args.operation) {
       case "preview":
-        result = await previewUserGroups(options);
+        result = await previewUserGroups(options());
         break;
       case "up":
-        result = await provisionUserGroups(options);
+        result = await provisionUserGroups(options());
         break;
       case "refresh":
-        result = await refreshUserGroups(options);
+        result = await refreshUserGroups(options());
         break;
       case "destroy":
-        result = await destroyUserGroups(options);
+        result = await destroyUserGroups(options());
         break;
     }
     io.stdout(args.json ? `${JSON.stringify(jsonDocument(result, args.showSecrets), null, 2)}\n` : `${formatTable(result)}\n`);
@@ -266,6 +284,7 @@ if (require.main === module) {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     isTty: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+    progressIsTty: Boolean(process.stderr.isTTY),
     env: process.env,
     confirm: async (question) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
