@@ -21,6 +21,7 @@ import {
   updateUserResponseSchema,
 } from "../wire/schemas";
 import { UserGroupApiError } from "./errors";
+import { Pacer } from "./pacer";
 import { Redactor } from "./redact";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
 
@@ -45,6 +46,8 @@ export interface ClientOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   readonly now?: () => number;
   readonly random?: () => number;
+  /** Shared pacing after 429s (default: one per client). */
+  readonly pacer?: Pacer;
 }
 
 export interface GetOrCreateResult {
@@ -73,6 +76,7 @@ export class UserGroupsClient {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly now: () => number;
   private readonly random: () => number;
+  private readonly pacer: Pacer;
   /** A key belongs to exactly one environment (W1); learned from the first answer that says it. */
   private knownEnvironment?: Environment;
 
@@ -97,6 +101,7 @@ export class UserGroupsClient {
     this.sleep = options.sleep ?? defaultSleep;
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
+    this.pacer = options.pacer ?? new Pacer(this.now);
   }
 
   /** The environment of this client's key, once an answer has told it. */
@@ -142,12 +147,22 @@ export class UserGroupsClient {
     return response;
   }
 
-  /** DELETE by current token; repeating it is harmless (a second one is a 404). */
+  /**
+   * DELETE by current token. Repeating it is harmless: when an attempt's answer
+   * was lost and the retry finds the token unknown, that lost attempt deleted
+   * the group, so the delete is done (found by the fault matrix: callers that
+   * clean up an accidental creation would otherwise fail on their own success).
+   */
   async delete(request: DeleteUserRequest): Promise<void> {
-    await this.send("DELETE", request, deleteUserResponseSchema, {
-      userGroupId: request.user_group_id ?? request.data_source_provided_id,
-      retryWhenAmbiguous: true,
-    });
+    try {
+      await this.send("DELETE", request, deleteUserResponseSchema, {
+        userGroupId: request.user_group_id ?? request.data_source_provided_id,
+        retryWhenAmbiguous: true,
+      });
+    } catch (error) {
+      if (error instanceof UserGroupApiError && error.isNotFound && error.ambiguous) return;
+      throw error;
+    }
   }
 
   async close(): Promise<void> {
@@ -165,9 +180,16 @@ export class UserGroupsClient {
     options: SendOptions,
   ): Promise<{ data: z.infer<S>; ambiguousEarlier: boolean }> {
     const started = this.now();
+    /** Time spent waiting for a pacing slot: not the request's fault, so not held against its retry budget. */
+    let pacedMs = 0;
     let ambiguousEarlier = false;
     const payload = JSON.stringify(body);
     if ("current_token" in body && typeof body.current_token === "string") this.redactor.add(body.current_token);
+    const firstWait = this.pacer.reserve();
+    if (firstWait > 0) {
+      pacedMs += firstWait;
+      await this.sleep(firstWait);
+    }
     for (let attempt = 1; ; attempt++) {
       const attemptStarted = this.now();
       let outcome: AttemptOutcome;
@@ -189,6 +211,12 @@ export class UserGroupsClient {
         });
         const text = await response.body.text();
         const status = response.statusCode;
+        if (status === 429) {
+          this.pacer.observe(status, parseRetryAfterMs(headerValue(response.headers["retry-after"]), this.now()));
+          this.debug(`rate limited; pacing requests ${Math.round(this.pacer.state.intervalMs)} ms apart`);
+        } else {
+          this.pacer.observe(status, undefined);
+        }
         this.debug(`${method} ${API_PATH} -> ${status} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
         const parsed = parseJson(text);
         if (status === 200 && isSuccess(parsed)) {
@@ -247,10 +275,13 @@ export class UserGroupsClient {
         if (sent && !options.retryWhenAmbiguous) throw failure;
         if (sent) ambiguousEarlier = true;
       }
-      const delay = nextRetryDelayMs(this.policy, outcome, attempt, this.now() - started, this.random);
-      if (delay === undefined) throw failure;
-      this.debug(`retrying ${method} in ${delay} ms`);
-      await this.sleep(delay);
+      const delay = nextRetryDelayMs(this.policy, outcome, attempt, this.now() - started - pacedMs, this.random);
+      // A final answer after a lost one: the caller may need to know an earlier attempt may have applied.
+      if (delay === undefined) throw ambiguousEarlier && !failure.ambiguous ? withAmbiguity(failure) : failure;
+      const wait = this.pacer.reserve(this.now() + delay);
+      pacedMs += wait - delay;
+      this.debug(`retrying ${method} in ${wait} ms`);
+      await this.sleep(wait);
     }
   }
 

@@ -73,6 +73,26 @@ function containsUnknown(value: unknown): boolean {
   return false;
 }
 
+/**
+ * Paths of "__proto__" keys: an object cannot keep one as a plain key (assigning
+ * it sets the prototype instead), so it would vanish silently. Refused instead.
+ */
+function protoKeyPaths(value: unknown, path: string): string[] {
+  if (value === null || typeof value !== "object") return [];
+  const found: string[] = [];
+  for (const key of Object.keys(value)) {
+    const child = `${path}.${key}`;
+    if (key === "__proto__") found.push(child);
+    found.push(...protoKeyPaths((value as Record<string, unknown>)[key], child));
+  }
+  return found;
+}
+
+/** Properties are JSON: what JSON cannot say (-0, undefined members) is normalised away, as the service would. */
+function asJson<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
 export function normalizeInputs(inputs: UserGroupInputs): CheckedInputs {
   const checked: CheckedInputs = {
     name: inputs.name,
@@ -80,7 +100,7 @@ export function normalizeInputs(inputs: UserGroupInputs): CheckedInputs {
     mapping: inputs.mapping ?? {},
     adoptExisting: inputs.adoptExisting ?? false,
   };
-  if (inputs.properties !== undefined && inputs.properties !== null) checked.properties = inputs.properties;
+  if (inputs.properties !== undefined && inputs.properties !== null) checked.properties = asJson(inputs.properties);
   if (inputs.rotationTrigger !== undefined) checked.rotationTrigger = inputs.rotationTrigger;
   if (inputs.profile !== undefined) checked.profile = inputs.profile;
   return checked;
@@ -100,6 +120,10 @@ export function checkInputs(raw: Record<string, unknown>): CheckResult {
     ...(unknown.name !== undefined ? { name: true } : {}),
     ...(unknown.userGroupId !== undefined ? { userGroupId: true } : {}),
   });
+  const protoKeys = [...protoKeyPaths(known.mapping, "mapping"), ...protoKeyPaths(known.properties, "properties")];
+  if (protoKeys.length > 0) {
+    return { ok: false, failures: protoKeys.map((property) => ({ property, reason: `${property}: the key "__proto__" is not allowed` })) };
+  }
   const parsed = schema.safeParse(known);
   if (!parsed.success) {
     return {

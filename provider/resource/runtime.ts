@@ -4,6 +4,7 @@
 // is a thin shell over the plain functions in ../logic.
 import type * as pulumi from "@pulumi/pulumi";
 import { UserGroupsClient } from "../client/http-client";
+import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, resolveCredentials } from "../logic/credentials";
 import { diffUserGroup } from "../logic/diff";
 import { type CheckedInputs, checkInputs, type UserGroupOutputs } from "../logic/inputs";
@@ -71,9 +72,12 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
     let client = this.clients.get(cacheKey);
     if (!client) {
       const debug = this.surroundings.env[DEBUG_ENV];
+      const tuning = tuningFromEnv(this.surroundings.env);
       client = new UserGroupsClient({
         baseUrl,
         apiKey,
+        retry: tuning.retry,
+        timeouts: tuning.timeouts,
         log: debug && debug !== "0" && debug !== "false" ? this.surroundings.debugSink : undefined,
       });
       this.clients.set(cacheKey, client);

@@ -83,3 +83,20 @@ describe("checkInputs", () => {
     expect(result.ok && "properties" in result.inputs).toBe(false);
   });
 });
+
+describe("checkInputs and JSON", () => {
+  it("refuses a __proto__ key rather than dropping it silently", () => {
+    const properties = JSON.parse('{"a": {"__proto__": {"x": 1}}}') as Record<string, unknown>;
+    const mapping = JSON.parse('{"__proto__": "x"}') as Record<string, unknown>;
+    expect(failuresOf({ name: "A", userGroupId: "a", properties, mapping })).toEqual([
+      { property: "mapping.__proto__", reason: 'mapping.__proto__: the key "__proto__" is not allowed' },
+      { property: "properties.a.__proto__", reason: 'properties.a.__proto__: the key "__proto__" is not allowed' },
+    ]);
+  });
+
+  it("normalises -0 in properties to 0, as JSON on the wire does (no diff after a refresh)", () => {
+    const result = checkInputs({ name: "A", userGroupId: "a", properties: { n: -0, list: [-0] } });
+    expect(result.ok && Object.is(result.inputs.properties?.n, 0)).toBe(true);
+    expect(result.ok && result.inputs.properties?.list).toEqual([0]);
+  });
+});

@@ -1,0 +1,92 @@
+// A dead API fails in bounded time with a message naming the address: nothing
+// listening (connection refused), and a server that takes the request and
+// never answers (a delay fault far longer than the client's timeouts).
+// Retries and timeouts are shortened through the provider's environment
+// overrides (USER_GROUPS_HTTP_TIMEOUT_MS, USER_GROUPS_MAX_ATTEMPTS).
+import { createServer } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CUSTOMER_KEY,
+  createGroupStack,
+  expectNoSecrets,
+  failureOf,
+  FAST_RETRIES,
+  type GroupStack,
+  groupsOf,
+  type ReliabilityServer,
+  readBackendFiles,
+  startReliabilityServer,
+} from "./support";
+
+const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };
+let rs: ReliabilityServer;
+const stacks: GroupStack[] = [];
+
+/** A port nothing listens on: bound once, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+beforeAll(async () => {
+  rs = await startReliabilityServer();
+});
+afterAll(async () => {
+  await rs?.close();
+  for (const gs of stacks) await gs.handle.cleanup();
+});
+
+describe("a dead API", () => {
+  it("connection refused: up fails within seconds, naming the address and ECONNREFUSED", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const gs = await createGroupStack("dead-refused", url, CUSTOMER_KEY, TUNING);
+    stacks.push(gs);
+    gs.declared = groupsOf(2, "refused");
+    const started = Date.now();
+    const error = await failureOf(gs.stack.up(gs.run));
+    const elapsed = Date.now() - started;
+    expect(error.message).toContain(`no answer from ${url} (ECONNREFUSED)`);
+    expect(error.message).toMatch(/failed after 3 attempts/);
+    expect(elapsed).toBeLessThan(30_000);
+  });
+
+  it("a server that never answers: up fails within the timeouts, naming the address, and the late requests leave nothing behind after destroy", async () => {
+    const gs = await createGroupStack("dead-silent", rs.server.url, CUSTOMER_KEY, TUNING);
+    stacks.push(gs);
+    rs.server.setFaults([{ method: "GET", action: "delay", delayMs: 4000 }]);
+    gs.declared = groupsOf(2, "silent");
+    const started = Date.now();
+    const error = await failureOf(gs.stack.up(gs.run));
+    const elapsed = Date.now() - started;
+    expect(error.message).toContain(`no answer from ${rs.server.url} (UND_ERR_HEADERS_TIMEOUT)`);
+    expect(error.message).toMatch(/failed after 3 attempts/);
+    expect(error.message).toMatch(/the request may have been carried out/);
+    // 3 attempts x 0.8 s + backoff + engine start-up; far below the 3 x 4 s the server would take.
+    expect(elapsed).toBeLessThan(12_000);
+
+    // The delayed GETs create the groups late, after the client gave up: the documented recovery
+    // (adoptExisting) takes them over, and destroy leaves the server empty.
+    rs.server.clearFaults();
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    expect(rs.server.groups().map((g) => g.user_group_id).sort()).toEqual(["silent-0", "silent-1"]);
+    for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, adoptExisting: true });
+    await gs.stack.up(gs.run);
+    await gs.stack.preview({ expectNoChanges: true, ...gs.run });
+    await gs.stack.destroy(gs.run);
+    expect(rs.server.groups()).toEqual([]);
+  });
+
+  it("leaves no token and no API key in the state, the output or the server's log", () => {
+    rs.sample();
+    const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
+    for (const gs of stacks) {
+      places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
+      places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
+    }
+    expect(rs.tokens.size).toBeGreaterThanOrEqual(2);
+    expectNoSecrets(places, [...rs.tokens, CUSTOMER_KEY]);
+  });
+});
