@@ -8,5 +8,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // Most files wait on engine subprocesses and servers, not the CPU: run
+    // several at once (vitest's default is one worker per core minus one).
+    maxWorkers: 3,
   },
 });

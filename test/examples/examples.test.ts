@@ -13,7 +13,8 @@ const defaultCredentials = (url: string) => ({
   "user-groups:apiKey": { value: CUSTOMER.key, secret: true },
 });
 
-describe.concurrent("examples", () => {
+// A lifecycle is a dozen engine runs: on a busy 2-core machine that takes minutes.
+describe.concurrent("examples", { timeout: 360_000 }, () => {
   it("quickstart: one group, secret token, in-place update", async () => {
     await runExampleLifecycle({
       example: "quickstart",
