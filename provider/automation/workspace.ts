@@ -13,11 +13,8 @@ function packageRoot(specifier: string): string {
 }
 
 function ownPackageRoot(): string {
-  // provider/automation/ (sources) or dist/provider/automation/ (built): walk up to package.json.
-  let dir = __dirname;
-  while (path.basename(dir) !== "provider") dir = path.dirname(dir);
-  const parent = path.dirname(dir);
-  return path.basename(parent) === "dist" ? path.dirname(parent) : parent;
+  // Resolves to this very package (self-reference through package.json "exports").
+  return packageRoot("pulumi-user-groups");
 }
 
 function link(target: string, linkPath: string): void {
