@@ -1,6 +1,7 @@
 // Throughput of GET on an existing group: the fake server against a bare node:http
 // server that parses the same JSON and answers the same shape.
 //   npm run bench:fake-server            (BENCH_SECONDS=5 by default)
+// `compareServers` is also run by bench/run.ts (npm run bench).
 // Each server runs in its own worker thread so the load generator (main thread,
 // undici Pool with 32 keep-alive connections) does not share its event loop.
 import { createServer } from "node:http";
@@ -9,17 +10,16 @@ import { Worker, isMainThread, parentPort, workerData } from "node:worker_thread
 import { Pool } from "undici";
 import { startFakeServer } from "../fake-server/index.js";
 
-type Role = "fake" | "bare";
+export type Role = "fake" | "bare";
 const CONNECTIONS = 32;
-const SECONDS = Number(process.env["BENCH_SECONDS"] ?? "5");
 const WARMUP_SECONDS = 1;
-const KEY = "bench-key-0000000000000000";
+export const KEY = "bench-key-0000000000000000";
 const BODY = JSON.stringify({ name: "Bench", user_group_id: "bench" });
 const HEADERS = { authorization: `Token ${KEY}`, "content-type": "application/json" };
 
-async function serve(role: Role): Promise<string> {
+async function serve(role: Role, journalSize?: number): Promise<string> {
   if (role === "fake") {
-    const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
+    const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }], ...(journalSize !== undefined ? { journalSize } : {}) });
     return server.url;
   }
   const group = {
@@ -49,7 +49,7 @@ async function serve(role: Role): Promise<string> {
   return `http://127.0.0.1:${address.port}`;
 }
 
-interface Result {
+export interface Result {
   /** Server event-loop busy time per request, in microseconds: the cost of the hot path itself. */
   serverUsPerRequest?: number;
   requests: number;
@@ -69,7 +69,8 @@ async function load(url: string, seconds: number): Promise<Result> {
     while (performance.now() < deadline) {
       const t0 = performance.now();
       try {
-        const res = await pool.request({ path: "/api/user", method: "GET", headers: HEADERS, body: BODY });
+        // reset: false: undici would otherwise close the connection after each GET with a body.
+        const res = await pool.request({ path: "/api/user", method: "GET", headers: HEADERS, body: BODY, reset: false });
         await res.body.text();
         if (res.statusCode !== 200) errors += 1;
       } catch {
@@ -86,13 +87,29 @@ async function load(url: string, seconds: number): Promise<Result> {
   return { requests: latencies.length, errors, seconds: elapsed, p50: pick(0.5), p99: pick(0.99) };
 }
 
-async function measure(role: Role): Promise<Result> {
-  const worker = new Worker(__filename, { workerData: { role } });
+export interface ServerThread {
+  readonly url: string;
+  readonly worker: Worker;
+  close(): Promise<void>;
+}
+
+/**
+ * One server (the fake one with key KEY, or the bare one) in a worker thread of
+ * its own, so that whatever drives it does not share its event loop. The fake
+ * server keeps the last `journalSize` requests (GET /__admin/requests).
+ */
+export async function startServerThread(role: Role, journalSize?: number): Promise<ServerThread> {
+  const worker = new Worker(__filename, { workerData: { benchRole: role, journalSize } });
+  const url = await new Promise<string>((resolve, reject) => {
+    worker.once("message", (m: string) => resolve(m));
+    worker.once("error", reject);
+  });
+  return { url, worker, close: async () => void (await worker.terminate()) };
+}
+
+async function measure(role: Role, seconds: number): Promise<Result> {
+  const { url, worker, close } = await startServerThread(role);
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      worker.once("message", (m: string) => resolve(m));
-      worker.once("error", reject);
-    });
     // Create the group once; every measured GET then finds it existing.
     const pool = new Pool(url, { connections: 1 });
     const res = await pool.request({ path: "/api/user", method: "GET", headers: HEADERS, body: BODY });
@@ -100,13 +117,13 @@ async function measure(role: Role): Promise<Result> {
     await pool.close();
     await load(url, WARMUP_SECONDS);
     const before = worker.performance.eventLoopUtilization();
-    const result = await load(url, SECONDS);
+    const result = await load(url, seconds);
     const elu = worker.performance.eventLoopUtilization(before);
     // The client often saturates first on a small machine; busy time per request
     // compares the two servers even then.
     return { ...result, serverUsPerRequest: (elu.active * 1000) / result.requests };
   } finally {
-    await worker.terminate();
+    await close();
   }
 }
 
@@ -115,29 +132,53 @@ function row(name: string, r: Result): string {
   return `${name.padEnd(22)} ${rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   server ${(r.serverUsPerRequest ?? NaN).toFixed(1).padStart(6)} µs/req   errors ${r.errors}`;
 }
 
-async function main(): Promise<void> {
-  process.stdout.write(`GET /api/user on an existing group, ${CONNECTIONS} keep-alive connections, ${SECONDS}s each\n`);
-  const bare = await measure("bare");
-  process.stdout.write(`${row("bare node:http", bare)}\n`);
-  const fake = await measure("fake");
-  process.stdout.write(`${row("fake server", fake)}\n`);
-  const ratio = fake.requests / fake.seconds / (bare.requests / bare.seconds);
-  process.stdout.write(`ratio fake/bare: ${ratio.toFixed(2)}x (goal >= 0.90x)\n`);
-  const costRatio = (bare.serverUsPerRequest ?? NaN) / (fake.serverUsPerRequest ?? NaN);
-  process.stdout.write(`server cost ratio bare/fake: ${costRatio.toFixed(2)}x (1.00x = same work per request)\n`);
+export interface ServerComparison {
+  readonly connections: number;
+  readonly seconds: number;
+  readonly bare: Result;
+  readonly fake: Result;
+  /** Requests per second, fake / bare (goal >= 0.90). */
+  readonly throughputRatio: number;
+  /** Server busy time per request, bare / fake (1.00 = same work per request). */
+  readonly costRatio: number;
 }
 
-if (isMainThread) {
-  main().catch((error: unknown) => {
-    process.stderr.write(`${String(error)}\n`);
-    process.exit(1);
-  });
-} else {
-  const { role } = workerData as { role: Role };
-  serve(role).then(
+/** Both servers, one after the other, `seconds` of load each. */
+export async function compareServers(seconds: number): Promise<ServerComparison> {
+  const bare = await measure("bare", seconds);
+  const fake = await measure("fake", seconds);
+  return {
+    connections: CONNECTIONS,
+    seconds,
+    bare,
+    fake,
+    throughputRatio: fake.requests / fake.seconds / (bare.requests / bare.seconds),
+    costRatio: (bare.serverUsPerRequest ?? NaN) / (fake.serverUsPerRequest ?? NaN),
+  };
+}
+
+async function main(): Promise<void> {
+  const seconds = Number(process.env["BENCH_SECONDS"] ?? "5");
+  process.stdout.write(`GET /api/user on an existing group, ${CONNECTIONS} keep-alive connections, ${seconds}s each\n`);
+  const result = await compareServers(seconds);
+  process.stdout.write(`${row("bare node:http", result.bare)}\n`);
+  process.stdout.write(`${row("fake server", result.fake)}\n`);
+  process.stdout.write(`ratio fake/bare: ${result.throughputRatio.toFixed(2)}x (goal >= 0.90x)\n`);
+  process.stdout.write(`server cost ratio bare/fake: ${result.costRatio.toFixed(2)}x (1.00x = same work per request)\n`);
+}
+
+const serverData = isMainThread ? undefined : (workerData as { benchRole?: Role; journalSize?: number } | undefined);
+if (serverData?.benchRole !== undefined) {
+  // A worker started by startServerThread: serve, and tell the main thread where.
+  serve(serverData.benchRole, serverData.journalSize).then(
     (url) => parentPort?.postMessage(url),
     (error: unknown) => {
       throw error;
     },
   );
+} else if (isMainThread && require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${String(error)}\n`);
+    process.exit(1);
+  });
 }

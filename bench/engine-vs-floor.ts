@@ -1,0 +1,241 @@
+// `pulumi preview`, `up` and `destroy` of N UserGroups (against the fake server)
+// next to the same operations on N no-op dynamic resources: a
+// pulumi.dynamic.Resource whose provider answers at once, so its times are
+// what the engine, the file backend and the dynamic-provider process cost by
+// themselves (the floor). Both run through the Automation API with inline
+// programs, the way provider/automation runs groups, on the same machine, one
+// kind right after the other for each N.
+import * as pulumi from "@pulumi/pulumi";
+import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { UserGroup } from "../provider/index.js";
+import { USER_GROUP_TYPE } from "../provider/resource/user-group.js";
+import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
+import { watchPulumiProcesses } from "./peak-memory.js";
+import { median } from "./stats.js";
+
+export type Kind = "ours" | "floor";
+export type Operation = "preview" | "up" | "preview-unchanged" | "destroy";
+export const OPERATIONS: readonly Operation[] = ["preview", "up", "preview-unchanged", "destroy"];
+
+export interface EngineRun {
+  readonly kind: Kind;
+  readonly n: number;
+  /** Wall time (the median over the repetitions) of each operation, seconds (Automation API call: CLI start to exit). */
+  readonly seconds: Record<Operation, number>;
+  /** JSON bytes of the resources of the measured type in the stored state, divided by N. */
+  readonly stateBytesPerResource: number;
+  /** Largest VmHWM of the dynamic-provider process during `up`, bytes. */
+  readonly providerPeakBytes: number | undefined;
+  /**
+   * CPU seconds per operation of the engine (the `pulumi` CLI process), the
+   * dynamic-provider process, and this process (the inline program, plus the
+   * fake server's worker thread for ours): where the wall time went.
+   */
+  readonly cpuSeconds: Record<Operation, { engine: number; provider: number; program: number }>;
+  /** Requests the API received per resource and operation, by method (ours only). */
+  readonly requestsPerResource?: Record<Operation, Record<string, number>>;
+}
+
+const PROJECT = "bench";
+const STACK = "bench";
+const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";
+
+interface NoopArgs {
+  name: string;
+  userGroupId: string;
+  mapping: Record<string, string>;
+}
+
+// Capture nothing, so Pulumi serializes them small (and once: it caches per provider object).
+const noopProvider: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: NoopArgs) {
+    return { id: inputs.userGroupId, outs: inputs };
+  },
+};
+const noopProviderWithToken: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: NoopArgs) {
+    return { id: inputs.userGroupId, outs: { ...inputs, token: "0".repeat(64) } };
+  },
+};
+
+/**
+ * The floor: a dynamic resource with the same inputs as a UserGroup and a
+ * provider that does nothing. With `secretToken` its `token` output is a
+ * secret, as a UserGroup's is: that floor includes what the engine pays for
+ * one secret per resource (BENCH_FLOOR_SECRET=1).
+ */
+class NoopResource extends pulumi.dynamic.Resource {
+  constructor(name: string, args: NoopArgs, secretToken: boolean) {
+    if (secretToken) super(noopProviderWithToken, name, { ...args, token: undefined }, { additionalSecretOutputs: ["token"] });
+    else super(noopProvider, name, args);
+  }
+}
+
+const floorSecret = (): boolean => process.env["BENCH_FLOOR_SECRET"] === "1";
+
+function programOf(kind: Kind, n: number, prefix: string): () => Promise<void> {
+  return async () => {
+    for (let i = 0; i < n; i++) {
+      const args = { name: `Bench group ${i}`, userGroupId: `${prefix}-${i}`, mapping: { sales: "warehouse-eu" } };
+      if (kind === "ours") new UserGroup(`g${i}`, args);
+      else new NoopResource(`g${i}`, args, floorSecret());
+    }
+  };
+}
+
+async function adminRequests(server: ServerThread, method: "GET" | "DELETE"): Promise<Array<{ method: string; path: string }>> {
+  const res = await fetch(`${server.url}/__admin/requests`, { method });
+  const body = (await res.json()) as { requests?: Array<{ method: string; path: string }> };
+  return body.requests ?? [];
+}
+
+/** Requests to /api/user since the last call, per resource, by method; clears the journal. */
+async function takeRequestCounts(server: ServerThread, n: number): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const entry of await adminRequests(server, "GET")) {
+    if (!entry.path.startsWith("/api/user")) continue;
+    counts[entry.method] = (counts[entry.method] ?? 0) + 1 / n;
+  }
+  await adminRequests(server, "DELETE");
+  return counts;
+}
+
+function stateBytesPerResource(backendDir: string, type: string, n: number): number {
+  const file = path.join(backendDir, ".pulumi", "stacks", PROJECT, `${STACK}.json`);
+  const state = JSON.parse(readFileSync(file, "utf8")) as { checkpoint?: { latest?: { resources?: Array<{ type: string }> } } };
+  const resources = (state.checkpoint?.latest?.resources ?? []).filter((r) => r.type === type);
+  if (resources.length !== n) throw new Error(`expected ${n} resources of type ${type} in the state, found ${resources.length}`);
+  return resources.reduce((sum, r) => sum + Buffer.byteLength(JSON.stringify(r)), 0) / n;
+}
+
+export interface EngineBenchOptions {
+  readonly workRoot: string;
+  readonly server: ServerThread;
+  /** Log lines (progress). */
+  readonly log: (line: string) => void;
+  /** More environment for the engine, e.g. PULUMI_SKIP_CHECKPOINTS=true. */
+  readonly env?: Record<string, string>;
+}
+
+/** One kind at one N: a fresh stack and backend, the four operations in order. */
+export async function runEngine(kind: Kind, n: number, options: EngineBenchOptions): Promise<EngineRun> {
+  mkdirSync(options.workRoot, { recursive: true });
+  const dir = mkdtempSync(path.join(options.workRoot, `${kind}-${n}-`));
+  const workDir = path.join(dir, "program");
+  const backendDir = path.join(dir, "state");
+  mkdirSync(workDir);
+  mkdirSync(backendDir);
+  const stack: Stack = await LocalWorkspace.createOrSelectStack(
+    { stackName: STACK, projectName: PROJECT, program: programOf(kind, n, path.basename(dir)) },
+    {
+      workDir,
+      envVars: {
+        PULUMI_BACKEND_URL: `file://${backendDir}`,
+        PULUMI_CONFIG_PASSPHRASE: "bench-passphrase",
+        PULUMI_SKIP_UPDATE_CHECK: "true",
+        PULUMI_HOME: path.join(dir, "pulumi-home"),
+        USER_GROUPS_BASE_URL: options.server.url,
+        USER_GROUPS_API_KEY: KEY,
+        ...options.env,
+      },
+    },
+  );
+  const seconds = {} as Record<Operation, number>;
+  const requests = {} as Record<Operation, Record<string, number>>;
+  const cpuSeconds = {} as EngineRun["cpuSeconds"];
+  let providerPeakBytes: number | undefined;
+  let bytes = NaN;
+  try {
+    await takeRequestCounts(options.server, n);
+    for (const operation of OPERATIONS) {
+      const watch = watchPulumiProcesses();
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      switch (operation) {
+        case "preview":
+        case "preview-unchanged":
+          await stack.preview();
+          break;
+        case "up":
+          await stack.up();
+          break;
+        case "destroy":
+          await stack.destroy();
+          break;
+      }
+      seconds[operation] = (performance.now() - started) / 1000;
+      const cost = watch.stop();
+      const cpu = process.cpuUsage(cpuBefore);
+      cpuSeconds[operation] = { engine: cost.engineCpuSeconds, provider: cost.providerCpuSeconds, program: (cpu.user + cpu.system) / 1e6 };
+      if (operation === "up") providerPeakBytes = cost.providerPeakBytes;
+      if (operation === "up") bytes = stateBytesPerResource(backendDir, kind === "ours" ? USER_GROUP_TYPE : FLOOR_TYPE, n);
+      if (kind === "ours") requests[operation] = await takeRequestCounts(options.server, n);
+      const c = cpuSeconds[operation];
+      options.log(
+        `  ${kind.padEnd(5)} N=${String(n).padStart(4)} ${operation.padEnd(17)} ${seconds[operation].toFixed(2).padStart(7)} s` +
+          `   cpu s: engine ${c.engine.toFixed(1)}, provider ${c.provider.toFixed(1)}, program ${c.program.toFixed(1)}`,
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return {
+    kind,
+    n,
+    seconds,
+    stateBytesPerResource: bytes,
+    providerPeakBytes,
+    cpuSeconds,
+    ...(kind === "ours" ? { requestsPerResource: requests } : {}),
+  };
+}
+
+/** Repetitions of one kind at one N as one run: the median time of each operation, the largest peak memory. */
+export function mergeRuns(reps: readonly EngineRun[]): EngineRun {
+  const first = reps[0];
+  if (first === undefined) throw new Error("mergeRuns: no runs");
+  const seconds = {} as Record<Operation, number>;
+  const cpuSeconds = {} as EngineRun["cpuSeconds"];
+  for (const operation of OPERATIONS) {
+    seconds[operation] = median(reps.map((r) => r.seconds[operation]));
+    const part = (key: "engine" | "provider" | "program"): number => median(reps.map((r) => r.cpuSeconds[operation][key]));
+    cpuSeconds[operation] = { engine: part("engine"), provider: part("provider"), program: part("program") };
+  }
+  const peaks = reps.map((r) => r.providerPeakBytes).filter((p): p is number => p !== undefined);
+  return { ...first, seconds, cpuSeconds, providerPeakBytes: peaks.length > 0 ? Math.max(...peaks) : undefined };
+}
+
+/**
+ * Every N, the floor and ours, `reps(n)` times, against one fake server in a
+ * worker thread. Alternating the two kinds spreads the noise of a shared
+ * machine over both; the medians damp it.
+ */
+export async function compareEngine(
+  ns: readonly number[],
+  reps: (n: number) => number,
+  workRoot: string,
+  log: (line: string) => void,
+  env: Record<string, string> = {},
+): Promise<EngineRun[]> {
+  // A journal large enough to count every request of the largest operation.
+  const server = await startServerThread("fake", Math.max(...ns) * 8);
+  const runs: EngineRun[] = [];
+  try {
+    for (const n of ns) {
+      const floor: EngineRun[] = [];
+      const ours: EngineRun[] = [];
+      for (let rep = 0; rep < reps(n); rep++) {
+        // Floor first on even repetitions, ours first on odd ones: a load change on the machine hits both alike.
+        const order: Kind[] = rep % 2 === 0 ? ["floor", "ours"] : ["ours", "floor"];
+        for (const kind of order) (kind === "floor" ? floor : ours).push(await runEngine(kind, n, { workRoot, server, log, env }));
+      }
+      runs.push(mergeRuns(floor), mergeRuns(ours));
+    }
+  } finally {
+    await server.close();
+  }
+  return runs;
+}

@@ -1,0 +1,191 @@
+// Turns the benchmark results into Markdown tables and SVG charts (docs/).
+import type { ClientComparison } from "./client-vs-undici.js";
+import { type EngineRun, type Operation, OPERATIONS } from "./engine-vs-floor.js";
+import type { ServerComparison } from "./fake-server.js";
+import { lineChart } from "./svg-chart.js";
+
+export interface Machine {
+  readonly date: string;
+  readonly cpus: number;
+  readonly cpuModel: string;
+  readonly memoryGiB: number;
+  readonly node: string;
+  readonly pulumi: string;
+  readonly pulumiSdk: string;
+  /** 1-minute load average before and after each part. */
+  readonly load: Record<string, readonly [number, number]>;
+}
+
+export interface BenchResults {
+  readonly mode: "quick" | "full";
+  readonly skipCheckpoints: boolean;
+  readonly machine: Machine;
+  readonly servers?: ServerComparison;
+  readonly client?: ClientComparison;
+  readonly engine?: readonly EngineRun[];
+}
+
+/** Goals the issue sets; the report marks each figure against its goal. */
+export const GOALS = { serverRatio: 0.9, clientRatio: 0.9, engineRatio: 1.1, stateBytes: 2048 } as const;
+
+const fixed = (value: number | undefined, digits = 2): string => (value === undefined || !Number.isFinite(value) ? "–" : value.toFixed(digits));
+const mark = (ok: boolean): string => (ok ? "✓" : "✗");
+
+function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const line = (cells: readonly string[]): string => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+export function serversTable(s: ServerComparison): string {
+  return table(
+    ["server", "req/s", "p50 ms", "p99 ms", "server µs/req", "errors"],
+    [
+      ["bare node:http", fixed(s.bare.requests / s.bare.seconds, 0), fixed(s.bare.p50), fixed(s.bare.p99), fixed(s.bare.serverUsPerRequest, 1), String(s.bare.errors)],
+      ["fake server", fixed(s.fake.requests / s.fake.seconds, 0), fixed(s.fake.p50), fixed(s.fake.p99), fixed(s.fake.serverUsPerRequest, 1), String(s.fake.errors)],
+    ],
+  ) + `\n\nThroughput fake/bare: **${fixed(s.throughputRatio)}x** (goal >= ${GOALS.serverRatio}x ${mark(s.throughputRatio >= GOALS.serverRatio)}); server cost per request bare/fake: ${fixed(s.costRatio)}x.`;
+}
+
+export function clientTable(c: ClientComparison): string {
+  return table(
+    ["client", "req/s", "p50 ms", "p99 ms", "client µs/req", "errors"],
+    [
+      ["raw undici.request", fixed(c.raw.rps, 0), fixed(c.raw.p50), fixed(c.raw.p99), fixed(c.raw.clientUsPerRequest, 1), String(c.raw.errors)],
+      ["UserGroupsClient.getOrCreate", fixed(c.ours.rps, 0), fixed(c.ours.p50), fixed(c.ours.p99), fixed(c.ours.clientUsPerRequest, 1), String(c.ours.errors)],
+    ],
+  ) + `\n\nThroughput ours/raw: **${fixed(c.ratio)}x** (goal >= ${GOALS.clientRatio}x ${mark(c.ratio >= GOALS.clientRatio)}); client cost per request raw/ours: ${fixed(c.costRatio)}x.`;
+}
+
+function pairs(runs: readonly EngineRun[]): Array<{ n: number; ours: EngineRun; floor: EngineRun }> {
+  const ns = [...new Set(runs.map((r) => r.n))].sort((a, b) => a - b);
+  return ns.flatMap((n) => {
+    const ours = runs.find((r) => r.n === n && r.kind === "ours");
+    const floor = runs.find((r) => r.n === n && r.kind === "floor");
+    return ours && floor ? [{ n, ours, floor }] : [];
+  });
+}
+
+/** Wall time, ratio and time per resource of each operation at each N. */
+export function engineTable(runs: readonly EngineRun[]): string {
+  const rows: string[][] = [];
+  for (const operation of OPERATIONS) {
+    let previous: { n: number; ours: number; floor: number } | undefined;
+    for (const { n, ours, floor } of pairs(runs)) {
+      const o = ours.seconds[operation];
+      const f = floor.seconds[operation];
+      const ratio = o / f;
+      // Marginal cost: what each extra resource added since the previous N (flat = linear).
+      const marginal = previous ? ((o - previous.ours) / (n - previous.n)) * 1000 : NaN;
+      const marginalFloor = previous ? ((f - previous.floor) / (n - previous.n)) * 1000 : NaN;
+      rows.push([
+        operation,
+        String(n),
+        fixed(f),
+        fixed(o),
+        `${fixed(ratio)} ${mark(ratio <= GOALS.engineRatio)}`,
+        fixed((f / n) * 1000, 1),
+        fixed((o / n) * 1000, 1),
+        fixed(marginalFloor, 1),
+        fixed(marginal, 1),
+        // What our provider adds on top of the engine, per resource: flat = no N-dependent step of ours.
+        fixed(((o - f) / n) * 1000, 1),
+      ]);
+      previous = { n, ours: o, floor: f };
+    }
+  }
+  return table(
+    ["operation", "N", "floor s", "ours s", "ours/floor", "floor ms/res", "ours ms/res", "floor marginal ms/res", "ours marginal ms/res", "(ours−floor) ms/res"],
+    rows,
+  );
+}
+
+/** CPU seconds per process at the largest N: which process the extra time (if any) is spent in. */
+export function cpuTable(runs: readonly EngineRun[]): string {
+  const paired = pairs(runs);
+  const last = paired.at(-1);
+  if (last === undefined) return "";
+  const rows = OPERATIONS.map((operation) => {
+    const f = last.floor.cpuSeconds[operation];
+    const o = last.ours.cpuSeconds[operation];
+    return [operation, fixed(f.engine, 1), fixed(o.engine, 1), fixed(f.provider, 1), fixed(o.provider, 1), fixed(f.program, 1), fixed(o.program, 1)];
+  });
+  return (
+    `CPU seconds at N = ${last.n} (program = the benchmark process: inline program, and for ours the fake server's thread):\n\n` +
+    table(["operation", "floor engine", "ours engine", "floor provider", "ours provider", "floor program", "ours program"], rows)
+  );
+}
+
+export function resourceTable(runs: readonly EngineRun[]): string {
+  const mib = (bytes: number | undefined): string => (bytes === undefined ? "–" : (bytes / 1024 / 1024).toFixed(0));
+  return table(
+    ["N", "floor state B/res", "ours state B/res", "floor provider peak MiB", "ours provider peak MiB", "ours requests/res (up)", "ours requests/res (destroy)"],
+    pairs(runs).map(({ n, ours, floor }) => [
+      String(n),
+      fixed(floor.stateBytesPerResource, 0),
+      `${fixed(ours.stateBytesPerResource, 0)} ${mark(ours.stateBytesPerResource <= GOALS.stateBytes)}`,
+      mib(floor.providerPeakBytes),
+      mib(ours.providerPeakBytes),
+      requestsText(ours.requestsPerResource?.up),
+      requestsText(ours.requestsPerResource?.destroy),
+    ]),
+  );
+}
+
+function requestsText(counts: Record<string, number> | undefined): string {
+  if (counts === undefined) return "–";
+  const parts = Object.entries(counts).map(([method, count]) => `${method} ${fixed(count, 3)}`);
+  return parts.length > 0 ? parts.join(", ") : "none";
+}
+
+export function machineText(m: Machine): string {
+  const load = Object.entries(m.load)
+    .map(([part, [before, after]]) => `${part} ${before.toFixed(1)} → ${after.toFixed(1)}`)
+    .join("; ");
+  return [
+    `- date: ${m.date}`,
+    `- CPU: ${m.cpus} × ${m.cpuModel}; memory ${m.memoryGiB.toFixed(1)} GiB`,
+    `- Node ${m.node}; Pulumi engine ${m.pulumi}; @pulumi/pulumi ${m.pulumiSdk}`,
+    `- 1-minute load average before → after each part: ${load}`,
+  ].join("\n");
+}
+
+export function markdownReport(results: BenchResults): string {
+  const variant = results.skipCheckpoints ? ", PULUMI_SKIP_CHECKPOINTS=true" : "";
+  const parts = [`# Benchmark results (${results.mode} mode${variant})`, "", "Generated by `npm run bench`; see docs/performance.md for the method.", "", machineText(results.machine)];
+  if (results.servers) parts.push("", "## Fake server vs bare node:http", "", serversTable(results.servers));
+  if (results.client) parts.push("", "## UserGroupsClient vs raw undici.request", "", clientTable(results.client));
+  if (results.engine) {
+    parts.push("", "## Pulumi operations: N UserGroups vs N no-op dynamic resources", "", engineTable(results.engine));
+    parts.push("", cpuTable(results.engine));
+    parts.push("", "## State size and dynamic-provider memory", "", resourceTable(results.engine));
+  }
+  return `${parts.join("\n")}\n`;
+}
+
+const TITLES: Record<Operation, string> = {
+  preview: "pulumi preview (N creates planned)",
+  up: "pulumi up (N creates)",
+  "preview-unchanged": "pulumi preview (N unchanged)",
+  destroy: "pulumi destroy (N deletes)",
+};
+
+/** One chart per operation: seconds against N, ours and the floor. File name -> SVG text. */
+export function engineCharts(runs: readonly EngineRun[]): Map<string, string> {
+  const charts = new Map<string, string>();
+  const paired = pairs(runs);
+  for (const operation of OPERATIONS) {
+    charts.set(
+      `perf-${operation}.svg`,
+      lineChart({
+        title: TITLES[operation],
+        xLabel: "N resources (log scale)",
+        yLabel: "wall time, s",
+        series: [
+          { name: "UserGroup", color: "#d62728", points: paired.map(({ n, ours }) => [n, ours.seconds[operation]] as const) },
+          { name: "no-op floor", color: "#1f77b4", dashed: true, points: paired.map(({ n, floor }) => [n, floor.seconds[operation]] as const) },
+        ],
+      }),
+    );
+  }
+  return charts;
+}

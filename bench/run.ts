@@ -1,0 +1,146 @@
+// npm run bench [-- --quick] [--only servers,client,engine] [--n 10,100] [--reps 3] [--out DIR] [--skip-checkpoints]
+// Runs every benchmark of the package side by side with its reference, on
+// this machine, in one run:
+//   servers  fake server vs bare node:http (bench/fake-server.ts)
+//   client   UserGroupsClient vs raw undici.request (bench/client-vs-undici.ts)
+//   engine   pulumi preview/up/destroy of N UserGroups vs N no-op dynamic
+//            resources, state bytes per group, dynamic-provider peak memory
+//            (bench/engine-vs-floor.ts)
+// Quick mode (--quick or BENCH_QUICK=1) takes about two minutes; the full mode
+// (N up to 1000) much longer. Results go to results.json and results.md in the
+// output directory (default: docs/bench/ in full mode, .work/bench-quick/ in
+// quick mode, so a quick run never overwrites the published figures), and the
+// charts to docs/ (full) or that same directory (quick).
+// BENCH_FLOOR_SECRET=1 gives the floor resource a secret output, as a
+// UserGroup's token is (what one secret per resource costs the engine).
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { compareClients } from "./client-vs-undici.js";
+import { compareEngine } from "./engine-vs-floor.js";
+import { compareServers } from "./fake-server.js";
+import { type BenchResults, clientTable, cpuTable, engineCharts, engineTable, type Machine, markdownReport, resourceTable, serversTable } from "./report.js";
+
+const REPO_ROOT = path.resolve(__dirname, "../..");
+type Part = "servers" | "client" | "engine";
+const PARTS: readonly Part[] = ["servers", "client", "engine"];
+
+interface Settings {
+  readonly quick: boolean;
+  readonly parts: readonly Part[];
+  readonly outDir: string;
+  readonly chartDir: string;
+  readonly ns: readonly number[];
+  /** Repetitions of each kind at each N (the median is reported). */
+  readonly reps: (n: number) => number;
+  readonly serverSeconds: number;
+  readonly clientSeconds: number;
+  readonly clientRounds: number;
+  /** Run the engine with PULUMI_SKIP_CHECKPOINTS=true (no state write per step, only at the end). */
+  readonly skipCheckpoints: boolean;
+}
+
+function settingsFrom(argv: readonly string[], env: NodeJS.ProcessEnv): Settings {
+  const quick = argv.includes("--quick") || (env["BENCH_QUICK"] !== undefined && env["BENCH_QUICK"] !== "0" && env["BENCH_QUICK"] !== "");
+  const valueOf = (flag: string): string | undefined => {
+    const at = argv.indexOf(flag);
+    return at >= 0 ? argv[at + 1] : undefined;
+  };
+  const only = valueOf("--only");
+  const parts = only === undefined ? PARTS : only.split(",").map((p) => p.trim());
+  for (const part of parts) if (!PARTS.includes(part as Part)) throw new Error(`--only takes ${PARTS.join(",")}; got "${part}"`);
+  const outDir = path.resolve(valueOf("--out") ?? (quick ? path.join(REPO_ROOT, ".work", "bench-quick") : path.join(REPO_ROOT, "docs", "bench")));
+  const nsText = valueOf("--n");
+  return {
+    quick,
+    parts: parts as Part[],
+    outDir,
+    chartDir: valueOf("--out") !== undefined || quick ? outDir : path.join(REPO_ROOT, "docs"),
+    ns: nsText !== undefined ? nsText.split(",").map(Number) : quick ? [10, 50] : [10, 100, 1000],
+    reps: (n) => Number(valueOf("--reps") ?? (quick ? 1 : n >= 1000 ? 1 : 3)),
+    serverSeconds: quick ? 2 : 5,
+    clientSeconds: quick ? 2 : 5,
+    clientRounds: quick ? 1 : 3,
+    skipCheckpoints: argv.includes("--skip-checkpoints"),
+  };
+}
+
+function load1(): number {
+  return os.loadavg()[0] ?? NaN;
+}
+
+function pulumiVersion(): string {
+  try {
+    return execFileSync("pulumi", ["version"], { encoding: "utf8", env: { ...process.env, PULUMI_SKIP_UPDATE_CHECK: "true" } }).trim();
+  } catch {
+    return "not on PATH";
+  }
+}
+
+function machine(load: Machine["load"]): Machine {
+  return {
+    date: new Date().toISOString(),
+    cpus: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model ?? "unknown",
+    memoryGiB: os.totalmem() / 1024 ** 3,
+    node: process.version,
+    pulumi: pulumiVersion(),
+    pulumiSdk: (require("@pulumi/pulumi/package.json") as { version: string }).version,
+    load,
+  };
+}
+
+async function main(): Promise<void> {
+  const settings = settingsFrom(process.argv.slice(2), process.env);
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  const load: Record<string, [number, number]> = {};
+  const results: { -readonly [K in keyof BenchResults]: BenchResults[K] } = {
+    mode: settings.quick ? "quick" : "full",
+    skipCheckpoints: settings.skipCheckpoints,
+    machine: machine(load),
+  };
+  log(`bench (${results.mode}): ${settings.parts.join(", ")}; ${os.availableParallelism()} CPUs, load ${load1().toFixed(1)}`);
+  if (settings.parts.includes("servers")) {
+    log(`\n# fake server vs bare node:http (${settings.serverSeconds}s each)`);
+    const before = load1();
+    results.servers = await compareServers(settings.serverSeconds);
+    load["servers"] = [before, load1()];
+    log(serversTable(results.servers));
+  }
+  if (settings.parts.includes("client")) {
+    log(`\n# UserGroupsClient vs raw undici.request (32 in flight, ${settings.clientRounds} x ${settings.clientSeconds}s each)`);
+    const before = load1();
+    results.client = await compareClients({ seconds: settings.clientSeconds, rounds: settings.clientRounds, inFlight: 32 });
+    load["client"] = [before, load1()];
+    log(clientTable(results.client));
+  }
+  if (settings.parts.includes("engine")) {
+    log(`\n# pulumi preview/up/destroy, N = ${settings.ns.join(", ")}${settings.skipCheckpoints ? ", PULUMI_SKIP_CHECKPOINTS=true" : ""}`);
+    const before = load1();
+    results.engine = await compareEngine(settings.ns, settings.reps, path.join(REPO_ROOT, ".work", "bench-engine"),
+      log,
+      settings.skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {},
+    );
+    load["engine"] = [before, load1()];
+    log(engineTable(results.engine));
+    log("");
+    log(cpuTable(results.engine));
+    log("");
+    log(resourceTable(results.engine));
+  }
+  results.machine = machine(load);
+  mkdirSync(settings.outDir, { recursive: true });
+  writeFileSync(path.join(settings.outDir, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(path.join(settings.outDir, "results.md"), markdownReport(results));
+  if (results.engine) {
+    mkdirSync(settings.chartDir, { recursive: true });
+    for (const [name, svg] of engineCharts(results.engine)) writeFileSync(path.join(settings.chartDir, name), svg);
+  }
+  log(`\nwrote ${path.relative(REPO_ROOT, settings.outDir)}/results.{json,md}${results.engine ? ` and charts in ${path.relative(REPO_ROOT, settings.chartDir)}/` : ""}`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

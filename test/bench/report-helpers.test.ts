@@ -1,0 +1,49 @@
+// The SVG chart and Markdown table helpers of `npm run bench` (bench/), which
+// write docs/performance figures: well-formed output from plain numbers.
+import { describe, expect, it } from "vitest";
+import type { EngineRun } from "../../bench/engine-vs-floor";
+import { engineCharts, engineTable } from "../../bench/report";
+import { lineChart, niceStep } from "../../bench/svg-chart";
+
+function run(kind: "ours" | "floor", n: number, perResource: number): EngineRun {
+  const s = n * perResource;
+  const cpu = { engine: 1, provider: 1, program: 1 };
+  return {
+    kind,
+    n,
+    seconds: { preview: s, up: s, "preview-unchanged": s, destroy: s },
+    cpuSeconds: { preview: cpu, up: cpu, "preview-unchanged": cpu, destroy: cpu },
+    stateBytesPerResource: 1800,
+    providerPeakBytes: 100 * 1024 * 1024,
+  };
+}
+
+describe("bench report helpers", () => {
+  it("picks 1-2-5 steps", () => {
+    expect(niceStep(10)).toBe(2);
+    expect(niceStep(0.9)).toBe(0.2);
+    expect(niceStep(130)).toBe(50);
+  });
+
+  it("draws one polyline per series, x on a log scale", () => {
+    const svg = lineChart({
+      title: "t <&>",
+      xLabel: "N",
+      yLabel: "s",
+      series: [{ name: "a", color: "red", points: [[10, 1], [100, 2], [1000, 3]] }],
+    });
+    expect(svg.startsWith("<svg")).toBe(true);
+    expect(svg).toContain("t &lt;&amp;&gt;");
+    const points = /<polyline points="([^"]+)"/.exec(svg)?.[1]?.split(" ").map((p) => Number(p.split(",")[0]));
+    expect(points).toHaveLength(3);
+    // Equal steps in log10(N) are equal steps on the page.
+    expect(points![1]! - points![0]!).toBeCloseTo(points![2]! - points![1]!, 0);
+  });
+
+  it("tabulates ratio, time per resource and what ours adds per resource", () => {
+    const runs = [run("floor", 10, 0.01), run("ours", 10, 0.011), run("floor", 100, 0.01), run("ours", 100, 0.011)];
+    const table = engineTable(runs);
+    expect(table).toContain("| up | 100 | 1.00 | 1.10 | 1.10 ✓ | 10.0 | 11.0 | 10.0 | 11.0 | 1.0 |");
+    expect([...engineCharts(runs).keys()]).toEqual(["perf-preview.svg", "perf-up.svg", "perf-preview-unchanged.svg", "perf-destroy.svg"]);
+  });
+});
