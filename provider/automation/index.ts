@@ -15,3 +15,5 @@ export {
   StackLockedError,
 } from "./provision";
 export { type GroupSpec, groupSpecSchema, GroupsValidationError, resourceNameOf, type SpecProblem, validateGroups } from "./groups-spec";
+export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
+export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";

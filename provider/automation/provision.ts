@@ -6,7 +6,7 @@ import path from "node:path";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { PROJECT_NAME, prepareWorkspace } from "./workspace";
+import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
 
@@ -161,23 +161,28 @@ class ChangeTracker {
   };
 }
 
-interface PreparedRun {
+export interface PreparedRun {
   readonly stack: Stack;
   readonly backendUrl: string;
   readonly release: () => void;
 }
 
-async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
+/** The work directory and backend a run of these options uses (created if missing). */
+export function workspaceOf(options: RunOptions): PreparedWorkspace {
+  return prepareWorkspace(
+    options.workDir ?? path.join(process.cwd(), ".user-groups"),
+    // An empty value counts as unset, as the Pulumi CLI treats it.
+    options.backendUrl || options.envVars?.PULUMI_BACKEND_URL || process.env.PULUMI_BACKEND_URL || undefined,
+  );
+}
+
+export async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   if (passphrase === undefined && passphraseFile === undefined) {
     throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
-  const workspace = prepareWorkspace(
-    options.workDir ?? path.join(process.cwd(), ".user-groups"),
-    // An empty value counts as unset, as the Pulumi CLI treats it.
-    options.backendUrl || options.envVars?.PULUMI_BACKEND_URL || process.env.PULUMI_BACKEND_URL || undefined,
-  );
+  const workspace = workspaceOf(options);
   const key = lockKey(workspace.backendUrl, options.stack);
   if (running.has(key)) throw new StackLockedError(options.stack);
   running.add(key);
@@ -204,7 +209,7 @@ async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Prom
 }
 
 /** Pulumi's own lock (another process on the same stack) becomes a StackLockedError. */
-function translateLock(error: unknown, stack: string): unknown {
+export function translateLock(error: unknown, stack: string): unknown {
   const text = error instanceof Error ? error.message : String(error);
   return /currently locked|is locked by|ConcurrentUpdateError|\[409\] Conflict/i.test(text) ? new StackLockedError(stack) : error;
 }

@@ -18,8 +18,10 @@ import {
   refreshUserGroups,
   type RunOptions,
   type RunResult,
+  recoverStack,
   StackLockedError,
 } from "../automation/index";
+import { LiveLockError } from "../automation/stale-lock";
 import { groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
 
 export const EXIT_OK = 0;
@@ -27,7 +29,11 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_CHANGES = 3;
 
-const USAGE = `Usage: user-groups <preview|up|refresh|destroy> --file groups.yaml [options]
+const USAGE = `Usage: user-groups <preview|up|refresh|destroy|recover> --file groups.yaml [options]
+
+recover: after a killed up (kill -9, a lost CI runner): removes the dead run's lock,
+refreshes with its pending creates cleared, and runs up adopting exactly the groups
+whose create was pending. Use the groups file of the interrupted run.
 
 Options:
   --file, -f PATH        the groups file (YAML or JSON): { groups: [ { name, userGroupId, ... } ] }
@@ -48,8 +54,10 @@ Exit codes: 0 done, 1 failed, 2 bad usage or groups file, 3 changes with --expec
 
 export class UsageError extends Error {}
 
+export type CliOperation = Operation | "recover";
+
 export interface CliArgs {
-  readonly operation: Operation;
+  readonly operation: CliOperation;
   readonly file: string;
   readonly stack: string;
   readonly backendUrl?: string;
@@ -60,7 +68,7 @@ export interface CliArgs {
   readonly parallel?: number;
 }
 
-const OPERATIONS: readonly Operation[] = ["preview", "up", "refresh", "destroy"];
+const OPERATIONS: readonly CliOperation[] = ["preview", "up", "refresh", "destroy", "recover"];
 
 export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
   let parsed;
@@ -87,7 +95,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
   const { values, positionals } = parsed;
   if (values.help) return "help";
   const [operation, ...extra] = positionals;
-  if (!operation || !OPERATIONS.includes(operation as Operation)) {
+  if (!operation || !OPERATIONS.includes(operation as CliOperation)) {
     throw new UsageError(`the first argument must be one of ${OPERATIONS.join(", ")}${operation ? `, not "${operation}"` : ""}`);
   }
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
@@ -102,7 +110,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
     if (!Number.isInteger(parallel) || parallel < 1) throw new UsageError("--parallel takes a whole number of 1 or more");
   }
   return {
-    operation: operation as Operation,
+    operation: operation as CliOperation,
     file: values.file,
     stack: values.stack ?? "default",
     ...(values["backend-url"] !== undefined ? { backendUrl: values["backend-url"] } : {}),
@@ -219,7 +227,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     throw error;
   }
 
-  const changing = args.operation === "up" || args.operation === "destroy";
+  const changing = args.operation === "up" || args.operation === "destroy" || args.operation === "recover";
   if (changing && !args.yes && !io.isTty) {
     io.stderr(`user-groups: refusing to ${args.operation} without --yes: not on a terminal, so nobody can confirm.\n`);
     return EXIT_USAGE;
@@ -238,7 +246,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     if (changing && !args.yes) {
       const preview = args.operation === "up" ? await previewUserGroups(options()) : undefined;
       if (preview) io.stdout(`${formatTable(preview)}\n`);
-      if (!(await io.confirm(`${args.operation === "up" ? "Apply these changes" : `Delete every group of stack "${args.stack}"`}? [y/N] `))) {
+      const question =
+        args.operation === "up"
+          ? "Apply these changes"
+          : args.operation === "recover"
+            ? `Recover stack "${args.stack}" (remove a dead run's lock, refresh, up adopting its pending creates)`
+            : `Delete every group of stack "${args.stack}"`;
+      if (!(await io.confirm(`${question}? [y/N] `))) {
         io.stderr("user-groups: nothing was changed.\n");
         return EXIT_OK;
       }
@@ -257,6 +271,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       case "destroy":
         result = await destroyUserGroups(options());
         break;
+      case "recover": {
+        const report = await recoverStack(options());
+        for (const lock of report.removedLocks) io.stderr(`user-groups: removed the stale lock ${lock}\n`);
+        for (const file of report.repairedFiles) io.stderr(`user-groups: removed ${file} (torn by the interrupted write)\n`);
+        if (report.pending.length > 0) io.stderr(`user-groups: cleared ${report.pending.length} pending operations\n`);
+        if (report.adopted.length > 0) io.stderr(`user-groups: adopted the groups whose create was pending: ${report.adopted.join(", ")}\n`);
+        for (const name of report.undeclaredPendingCreates) {
+          io.stderr(`user-groups: warning: ${name} was being created but is no longer in the groups file; it may exist on the server\n`);
+        }
+        result = report.up;
+        break;
+      }
     }
     io.stdout(args.json ? `${JSON.stringify(jsonDocument(result, args.showSecrets), null, 2)}\n` : `${formatTable(result)}\n`);
     if (args.expectNoChanges && result.changed) {
@@ -265,7 +291,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     return EXIT_OK;
   } catch (error) {
-    const message = error instanceof StackLockedError || error instanceof GroupsValidationError ? error.message : describeRunFailure(error);
+    const message =
+      error instanceof StackLockedError || error instanceof LiveLockError || error instanceof GroupsValidationError ? error.message : describeRunFailure(error);
     io.stderr(`user-groups: ${args.operation} of stack "${args.stack}" failed: ${message}\n`);
     return error instanceof GroupsValidationError ? EXIT_USAGE : EXIT_FAILED;
   }

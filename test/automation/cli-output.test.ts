@@ -25,8 +25,12 @@ describe("parseCliArgs", () => {
     });
   });
 
+  it("reads recover, which goes with --file and --stack like up", () => {
+    expect(parseCliArgs(["recover", "--file", "g.yaml", "-s", "prod", "-y"])).toMatchObject({ operation: "recover", file: "g.yaml", stack: "prod", yes: true });
+  });
+
   it.each([
-    [["deploy", "--file", "g.yaml"], /one of preview, up, refresh, destroy, not "deploy"/],
+    [["deploy", "--file", "g.yaml"], /one of preview, up, refresh, destroy, recover, not "deploy"/],
     [["up"], /--file is required/],
     [["up", "--file", "g.yaml", "--expect-no-changes"], /goes with preview or refresh/],
     [["preview", "--file", "g.yaml", "--show-secrets"], /goes with --json/],
