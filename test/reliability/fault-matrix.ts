@@ -37,67 +37,67 @@ type RuleWithoutMethod = FaultRuleInput extends infer R ? (R extends unknown ? O
 export const everyMethod = (rule: RuleWithoutMethod): FaultRuleInput[] =>
   API_METHODS.map((method) => ({ ...rule, method }) as FaultRuleInput);
 
-export function runFaultMatrix(label: string, CASES: readonly FaultCase[]): void {
+export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void {
   const GROUPS = 5;
   let rs: ReliabilityServer;
   const stacks: GroupStack[] = [];
 
-beforeAll(async () => {
-  rs = await startReliabilityServer();
-});
-afterAll(async () => {
-  await rs?.close();
-  for (const gs of stacks) await gs.handle.cleanup();
-});
-
-describe("fault matrix through the Automation API", () => {
-  for (const [index, fc] of CASES.entries()) {
-    it(`converges under ${fc.name}`, async () => {
-      await rs.server.reset();
-      const gs = await createGroupStack(`${label}-${index}`, rs.server.url, CUSTOMER_KEY, { ...FAST_RETRIES, ...fc.env });
-      stacks.push(gs);
-      rs.server.setFaults(fc.rules);
-
-      gs.declared = groupsOf(GROUPS, `${label}${index}`);
-      const up = await gs.stack.up(gs.run);
-      expect(up.summary.resourceChanges).toEqual({ create: GROUPS + 1 });
-      await expectConverged(rs.server, gs);
-      const created = new Map(rs.server.groups().map((g) => [g.user_group_id, g.token]));
-
-      // Rename and rotate every group in one run: a PUT and a POST each.
-      gs.declared = groupsOf(GROUPS, `${label}${index}`, { rotationTrigger: "2026-12" });
-      for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, name: `${String(args.name)} (renamed)` });
-      const up2 = await gs.stack.up(gs.run);
-      expect(up2.summary.resourceChanges).toEqual({ update: GROUPS, same: 1 });
-      await expectConverged(rs.server, gs);
-      for (const g of rs.server.groups()) expect(g.token).not.toBe(created.get(g.user_group_id));
-
-      await gs.stack.refresh({ expectNoChanges: true, ...gs.run });
-      await gs.stack.preview({ expectNoChanges: true, ...gs.run });
-      await expectConverged(rs.server, gs);
-
-      const destroy = await gs.stack.destroy(gs.run);
-      expect(destroy.summary.resourceChanges).toEqual({ delete: GROUPS + 1 });
-      expect(rs.server.groups()).toEqual([]);
-
-      const fired = rs.server.journal().filter((e) => e.fault !== undefined);
-        expect(fired.length).toBeGreaterThan(0);
-      for (const method of fc.firedOn) expect(fired.filter((e) => e.method === method).length, `${method} faults`).toBeGreaterThan(0);
-      rs.server.clearFaults();
-    });
-  }
-
-  it("leaves no token and no API key in the state, the engine output, the debug logs or the server's log and journal", () => {
-    rs.sample();
-    const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
-    for (const gs of stacks) {
-      places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
-      places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
-    }
-    // The debug lines were really captured (else this scan would prove nothing about them).
-    expect(stacks.every((gs) => gs.output.join("").includes("[user-groups]"))).toBe(true);
-    expect(rs.tokens.size).toBeGreaterThanOrEqual(CASES.length * GROUPS * 2);
-    expectNoSecrets(places, [...rs.tokens, ...API_KEYS]);
+  beforeAll(async () => {
+    rs = await startReliabilityServer();
   });
-});
+  afterAll(async () => {
+    await rs?.close();
+    for (const gs of stacks) await gs.handle.cleanup();
+  });
+
+  describe("fault matrix through the Automation API", () => {
+    for (const [index, fc] of cases.entries()) {
+      it(`converges under ${fc.name}`, async () => {
+        await rs.server.reset();
+        const gs = await createGroupStack(`${label}-${index}`, rs.server.url, CUSTOMER_KEY, { ...FAST_RETRIES, ...fc.env });
+        stacks.push(gs);
+        rs.server.setFaults(fc.rules);
+
+        gs.declared = groupsOf(GROUPS, `${label}${index}`);
+        const up = await gs.stack.up(gs.run);
+        expect(up.summary.resourceChanges).toEqual({ create: GROUPS + 1 });
+        await expectConverged(rs.server, gs);
+        const created = new Map(rs.server.groups().map((g) => [g.user_group_id, g.token]));
+
+        // Rename and rotate every group in one run: a PUT and a POST each.
+        gs.declared = groupsOf(GROUPS, `${label}${index}`, { rotationTrigger: "2026-12" });
+        for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, name: `${String(args.name)} (renamed)` });
+        const up2 = await gs.stack.up(gs.run);
+        expect(up2.summary.resourceChanges).toEqual({ update: GROUPS, same: 1 });
+        await expectConverged(rs.server, gs);
+        for (const g of rs.server.groups()) expect(g.token).not.toBe(created.get(g.user_group_id));
+
+        await gs.stack.refresh({ expectNoChanges: true, ...gs.run });
+        await gs.stack.preview({ expectNoChanges: true, ...gs.run });
+        await expectConverged(rs.server, gs);
+
+        const destroy = await gs.stack.destroy(gs.run);
+        expect(destroy.summary.resourceChanges).toEqual({ delete: GROUPS + 1 });
+        expect(rs.server.groups()).toEqual([]);
+
+        const fired = rs.server.journal().filter((e) => e.fault !== undefined);
+        expect(fired.length).toBeGreaterThan(0);
+        for (const method of fc.firedOn) expect(fired.filter((e) => e.method === method).length, `${method} faults`).toBeGreaterThan(0);
+        rs.server.clearFaults();
+      });
+    }
+
+    it("leaves no token and no API key in the state, the engine output, the debug logs or the server's log and journal", () => {
+      rs.sample();
+      const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
+      for (const gs of stacks) {
+        places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
+        places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
+      }
+      // The debug lines were really captured (else this scan would prove nothing about them).
+      expect(stacks.every((gs) => gs.output.join("").includes("[user-groups]"))).toBe(true);
+      expect(rs.tokens.size).toBeGreaterThanOrEqual(cases.length * GROUPS * 2);
+      expectNoSecrets(places, [...rs.tokens, ...API_KEYS]);
+    });
+  });
 }
