@@ -16,7 +16,14 @@ import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { watchPulumiProcesses } from "./peak-memory.js";
 import { median } from "./stats.js";
 
-export type Kind = "ours" | "floor";
+/**
+ * ours: N UserGroups. floor: N no-op dynamic resources. floor-secret: the same
+ * no-op resources whose provider also returns a 64-hex `token` output declared
+ * secret (additionalSecretOutputs), as a UserGroup's is: the fair floor, which
+ * includes what the engine pays for one secret per resource.
+ */
+export type Kind = "ours" | "floor" | "floor-secret";
+export const KINDS: readonly Kind[] = ["floor", "floor-secret", "ours"];
 export type Operation = "preview" | "up" | "preview-unchanged" | "destroy";
 export const OPERATIONS: readonly Operation[] = ["preview", "up", "preview-unchanged", "destroy"];
 
@@ -57,7 +64,10 @@ const noopProvider: pulumi.dynamic.ResourceProvider = {
 };
 const noopProviderWithToken: pulumi.dynamic.ResourceProvider = {
   async create(inputs: NoopArgs) {
-    return { id: inputs.userGroupId, outs: { ...inputs, token: "0".repeat(64) } };
+    // A token-like value, 64 hex digits and different per resource, from a
+    // closure kept small (it is serialized into the state twice per resource).
+    const token = Buffer.from(inputs.userGroupId.padStart(32, "0").slice(-32)).toString("hex");
+    return { id: inputs.userGroupId, outs: { ...inputs, token } };
   },
 };
 
@@ -65,7 +75,7 @@ const noopProviderWithToken: pulumi.dynamic.ResourceProvider = {
  * The floor: a dynamic resource with the same inputs as a UserGroup and a
  * provider that does nothing. With `secretToken` its `token` output is a
  * secret, as a UserGroup's is: that floor includes what the engine pays for
- * one secret per resource (BENCH_FLOOR_SECRET=1).
+ * one secret per resource (kind "floor-secret").
  */
 class NoopResource extends pulumi.dynamic.Resource {
   constructor(name: string, args: NoopArgs, secretToken: boolean) {
@@ -74,14 +84,12 @@ class NoopResource extends pulumi.dynamic.Resource {
   }
 }
 
-const floorSecret = (): boolean => process.env["BENCH_FLOOR_SECRET"] === "1";
-
 function programOf(kind: Kind, n: number, prefix: string): () => Promise<void> {
   return async () => {
     for (let i = 0; i < n; i++) {
       const args = { name: `Bench group ${i}`, userGroupId: `${prefix}-${i}`, mapping: { sales: "warehouse-eu" } };
       if (kind === "ours") new UserGroup(`g${i}`, args);
-      else new NoopResource(`g${i}`, args, floorSecret());
+      else new NoopResource(`g${i}`, args, kind === "floor-secret");
     }
   };
 }
@@ -175,7 +183,7 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
       if (kind === "ours") requests[operation] = await takeRequestCounts(options.server, n);
       const c = cpuSeconds[operation];
       options.log(
-        `  ${kind.padEnd(5)} N=${String(n).padStart(4)} ${operation.padEnd(17)} ${seconds[operation].toFixed(2).padStart(7)} s` +
+        `  ${kind.padEnd(12)} N=${String(n).padStart(4)} ${operation.padEnd(17)} ${seconds[operation].toFixed(2).padStart(7)} s` +
           `   cpu s: engine ${c.engine.toFixed(1)}, provider ${c.provider.toFixed(1)}, program ${c.program.toFixed(1)}`,
       );
     }
@@ -209,9 +217,9 @@ export function mergeRuns(reps: readonly EngineRun[]): EngineRun {
 }
 
 /**
- * Every N, the floor and ours, `reps(n)` times, against one fake server in a
- * worker thread. Alternating the two kinds spreads the noise of a shared
- * machine over both; the medians damp it.
+ * Every N, the two floors and ours, `reps(n)` times, against one fake server
+ * in a worker thread. Alternating the order of the kinds spreads the noise of
+ * a shared machine over all of them; the medians damp it.
  */
 export async function compareEngine(
   ns: readonly number[],
@@ -219,20 +227,20 @@ export async function compareEngine(
   workRoot: string,
   log: (line: string) => void,
   env: Record<string, string> = {},
+  kinds: readonly Kind[] = KINDS,
 ): Promise<EngineRun[]> {
   // A journal large enough to count every request of the largest operation.
   const server = await startServerThread("fake", Math.max(...ns) * 8);
   const runs: EngineRun[] = [];
   try {
     for (const n of ns) {
-      const floor: EngineRun[] = [];
-      const ours: EngineRun[] = [];
+      const byKind = new Map<Kind, EngineRun[]>(kinds.map((kind) => [kind, []]));
       for (let rep = 0; rep < reps(n); rep++) {
-        // Floor first on even repetitions, ours first on odd ones: a load change on the machine hits both alike.
-        const order: Kind[] = rep % 2 === 0 ? ["floor", "ours"] : ["ours", "floor"];
-        for (const kind of order) (kind === "floor" ? floor : ours).push(await runEngine(kind, n, { workRoot, server, log, env }));
+        // In order on even repetitions, reversed on odd ones: a load change on the machine hits all alike.
+        const order = rep % 2 === 0 ? kinds : [...kinds].reverse();
+        for (const kind of order) byKind.get(kind)!.push(await runEngine(kind, n, { workRoot, server, log, env }));
       }
-      runs.push(mergeRuns(floor), mergeRuns(ours));
+      for (const kind of kinds) runs.push(mergeRuns(byKind.get(kind)!));
     }
   } finally {
     await server.close();

@@ -56,21 +56,40 @@ export function clientTable(c: ClientComparison): string {
   ) + `\n\nThroughput ours/raw: **${fixed(c.ratio)}x** (goal >= ${GOALS.clientRatio}x ${mark(c.ratio >= GOALS.clientRatio)}); client cost per request raw/ours: ${fixed(c.costRatio)}x.`;
 }
 
-function pairs(runs: readonly EngineRun[]): Array<{ n: number; ours: EngineRun; floor: EngineRun }> {
+interface Measured {
+  readonly n: number;
+  readonly ours: EngineRun;
+  readonly floor: EngineRun;
+  /** The floor with one secret output per resource (absent in results from before it was measured). */
+  readonly floorSecret?: EngineRun;
+}
+
+function pairs(runs: readonly EngineRun[]): Measured[] {
   const ns = [...new Set(runs.map((r) => r.n))].sort((a, b) => a - b);
   return ns.flatMap((n) => {
     const ours = runs.find((r) => r.n === n && r.kind === "ours");
     const floor = runs.find((r) => r.n === n && r.kind === "floor");
-    return ours && floor ? [{ n, ours, floor }] : [];
+    const floorSecret = runs.find((r) => r.n === n && r.kind === "floor-secret");
+    return ours && floor ? [{ n, ours, floor, ...(floorSecret ? { floorSecret } : {}) }] : [];
   });
 }
 
-/** Wall time, ratio and time per resource of each operation at each N. */
-export function engineTable(runs: readonly EngineRun[]): string {
+/** Which floor a table compares against. */
+export type FloorKind = "floor" | "floor-secret";
+
+/**
+ * Wall time, ratio and time per resource of each operation at each N, against
+ * one floor: the plain no-op floor (default) or the one with a secret output
+ * per resource. Empty when that floor was not measured.
+ */
+export function engineTable(runs: readonly EngineRun[], against: FloorKind = "floor"): string {
   const rows: string[][] = [];
   for (const operation of OPERATIONS) {
     let previous: { n: number; ours: number; floor: number } | undefined;
-    for (const { n, ours, floor } of pairs(runs)) {
+    for (const measured of pairs(runs)) {
+      const { n, ours } = measured;
+      const floor = against === "floor" ? measured.floor : measured.floorSecret;
+      if (floor === undefined) continue;
       const o = ours.seconds[operation];
       const f = floor.seconds[operation];
       const ratio = o / f;
@@ -93,10 +112,35 @@ export function engineTable(runs: readonly EngineRun[]): string {
       previous = { n, ours: o, floor: f };
     }
   }
+  if (rows.length === 0) return "";
   return table(
     ["operation", "N", "floor s", "ours s", "ours/floor", "floor ms/res", "ours ms/res", "floor marginal ms/res", "ours marginal ms/res", "(ours−floor) ms/res"],
     rows,
   );
+}
+
+/** Ours against both floors side by side: wall times and the two ratios. */
+export function ratioTable(runs: readonly EngineRun[]): string {
+  const rows: string[][] = [];
+  for (const operation of OPERATIONS) {
+    for (const { n, ours, floor, floorSecret } of pairs(runs)) {
+      const o = ours.seconds[operation];
+      const f = floor.seconds[operation];
+      const fs = floorSecret?.seconds[operation];
+      const ratio = o / f;
+      const ratioSecret = fs === undefined ? undefined : o / fs;
+      rows.push([
+        operation,
+        String(n),
+        fixed(f),
+        fixed(fs),
+        fixed(o),
+        `${fixed(ratio)} ${mark(ratio <= GOALS.engineRatio)}`,
+        ratioSecret === undefined ? "–" : `${fixed(ratioSecret)} ${mark(ratioSecret <= GOALS.engineRatio)}`,
+      ]);
+    }
+  }
+  return table(["operation", "N", "floor s", "secret floor s", "ours s", "ours/floor", "ours/secret floor"], rows);
 }
 
 /** CPU seconds per process at the largest N: which process the extra time (if any) is spent in. */
@@ -106,24 +150,45 @@ export function cpuTable(runs: readonly EngineRun[]): string {
   if (last === undefined) return "";
   const rows = OPERATIONS.map((operation) => {
     const f = last.floor.cpuSeconds[operation];
+    const s = last.floorSecret?.cpuSeconds[operation];
     const o = last.ours.cpuSeconds[operation];
-    return [operation, fixed(f.engine, 1), fixed(o.engine, 1), fixed(f.provider, 1), fixed(o.provider, 1), fixed(f.program, 1), fixed(o.program, 1)];
+    return [
+      operation,
+      fixed(f.engine, 1), fixed(s?.engine, 1), fixed(o.engine, 1),
+      fixed(f.provider, 1), fixed(s?.provider, 1), fixed(o.provider, 1),
+      fixed(f.program, 1), fixed(s?.program, 1), fixed(o.program, 1),
+    ];
   });
   return (
     `CPU seconds at N = ${last.n} (program = the benchmark process: inline program, and for ours the fake server's thread):\n\n` +
-    table(["operation", "floor engine", "ours engine", "floor provider", "ours provider", "floor program", "ours program"], rows)
+    table(
+      [
+        "operation",
+        "floor engine", "secret floor engine", "ours engine",
+        "floor provider", "secret floor provider", "ours provider",
+        "floor program", "secret floor program", "ours program",
+      ],
+      rows,
+    )
   );
 }
 
 export function resourceTable(runs: readonly EngineRun[]): string {
   const mib = (bytes: number | undefined): string => (bytes === undefined ? "–" : (bytes / 1024 / 1024).toFixed(0));
   return table(
-    ["N", "floor state B/res", "ours state B/res", "floor provider peak MiB", "ours provider peak MiB", "ours requests/res (up)", "ours requests/res (destroy)"],
-    pairs(runs).map(({ n, ours, floor }) => [
+    [
+      "N",
+      "floor state B/res", "secret floor state B/res", "ours state B/res",
+      "floor provider peak MiB", "secret floor provider peak MiB", "ours provider peak MiB",
+      "ours requests/res (up)", "ours requests/res (destroy)",
+    ],
+    pairs(runs).map(({ n, ours, floor, floorSecret }) => [
       String(n),
       fixed(floor.stateBytesPerResource, 0),
+      fixed(floorSecret?.stateBytesPerResource, 0),
       `${fixed(ours.stateBytesPerResource, 0)} ${mark(ours.stateBytesPerResource <= GOALS.stateBytes)}`,
       mib(floor.providerPeakBytes),
+      mib(floorSecret?.providerPeakBytes),
       mib(ours.providerPeakBytes),
       requestsText(ours.requestsPerResource?.up),
       requestsText(ours.requestsPerResource?.destroy),
@@ -155,7 +220,16 @@ export function markdownReport(results: BenchResults): string {
   if (results.servers) parts.push("", "## Fake server vs bare node:http", "", serversTable(results.servers));
   if (results.client) parts.push("", "## UserGroupsClient vs raw undici.request", "", clientTable(results.client));
   if (results.engine) {
-    parts.push("", "## Pulumi operations: N UserGroups vs N no-op dynamic resources", "", engineTable(results.engine));
+    parts.push("", "## Pulumi operations: N UserGroups vs N no-op dynamic resources", "");
+    parts.push(
+      "Two floors: `floor` is a no-op dynamic resource with the same inputs; `secret floor` is the same resource whose",
+      "provider also returns a 64-hex `token` output declared secret (additionalSecretOutputs), as a UserGroup's is.",
+      "",
+      ratioTable(results.engine),
+    );
+    parts.push("", "### Against the no-op floor", "", engineTable(results.engine, "floor"));
+    const secretTable = engineTable(results.engine, "floor-secret");
+    if (secretTable !== "") parts.push("", "### Against the floor with one secret output per resource", "", secretTable);
     parts.push("", cpuTable(results.engine));
     parts.push("", "## State size and dynamic-provider memory", "", resourceTable(results.engine));
   }
@@ -169,7 +243,7 @@ const TITLES: Record<Operation, string> = {
   destroy: "pulumi destroy (N deletes)",
 };
 
-/** One chart per operation: seconds against N, ours and the floor. File name -> SVG text. */
+/** One chart per operation: seconds against N, ours and the two floors. File name -> SVG text. */
 export function engineCharts(runs: readonly EngineRun[]): Map<string, string> {
   const charts = new Map<string, string>();
   const paired = pairs(runs);
@@ -183,6 +257,14 @@ export function engineCharts(runs: readonly EngineRun[]): Map<string, string> {
         series: [
           { name: "UserGroup", color: "#d62728", points: paired.map(({ n, ours }) => [n, ours.seconds[operation]] as const) },
           { name: "no-op floor", color: "#1f77b4", dashed: true, points: paired.map(({ n, floor }) => [n, floor.seconds[operation]] as const) },
+          ...(paired.some((p) => p.floorSecret !== undefined)
+            ? [{
+                name: "floor + secret",
+                color: "#2ca02c",
+                dashed: true,
+                points: paired.flatMap(({ n, floorSecret }) => (floorSecret ? [[n, floorSecret.seconds[operation]] as const] : [])),
+              }]
+            : []),
         ],
       }),
     );

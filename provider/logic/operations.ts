@@ -170,6 +170,14 @@ async function currentGroup(api: UserGroupsApi, name: string, userGroupId: strin
 export interface RotationOptions {
   /** Rounds of POST-then-read-back before giving up. */
   readonly maxRounds?: number;
+  /** Wait before round `round` (2, 3, ...): a connection that just failed is often followed by more. */
+  readonly pauseBeforeRound?: (round: number) => Promise<void>;
+}
+
+/** Capped exponential backoff with full jitter between rotation rounds: 0-200 ms, 0-400 ms, ... up to 0-3.2 s. */
+function defaultPause(round: number): Promise<void> {
+  const ceiling = Math.min(3_200, 100 * 2 ** (round - 1));
+  return new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * ceiling)));
 }
 
 /**
@@ -182,10 +190,12 @@ export async function rotateUserGroupToken(
   group: { name: string; userGroupId: string; token: string },
   options: RotationOptions = {},
 ): Promise<{ token: string; teamId: number; providedId: string; name: string; environment?: Environment }> {
-  const maxRounds = options.maxRounds ?? 4;
+  const maxRounds = options.maxRounds ?? 6;
+  const pause = options.pauseBeforeRound ?? defaultPause;
   let sentToken = group.token;
   let lastError: unknown;
   for (let round = 1; round <= maxRounds; round++) {
+    if (round > 1) await pause(round);
     try {
       const { user_group } = await api.rotateToken(sentToken, group.userGroupId);
       return {

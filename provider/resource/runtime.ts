@@ -3,7 +3,7 @@
 // so refresh and destroy always run the installed package's code. Each method
 // is a thin shell over the plain functions in ../logic.
 import type * as pulumi from "@pulumi/pulumi";
-import { UserGroupsClient } from "../client/http-client";
+import type { UserGroupsClient } from "../client/http-client";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, resolveCredentials } from "../logic/credentials";
 import { diffUserGroup } from "../logic/diff";
@@ -19,6 +19,19 @@ export interface ProviderEnvironment {
 }
 
 type Props = Record<string, unknown>;
+
+type HttpClientModule = typeof import("../client/http-client");
+let httpClientModule: HttpClientModule | undefined;
+
+/**
+ * The HTTP client module (and with it undici), loaded on the first request
+ * rather than when the dynamic-provider process loads this runtime: check and
+ * diff, all that a preview calls, never need it.
+ */
+function httpClient(): HttpClientModule {
+  httpClientModule ??= require("../client/http-client") as HttpClientModule;
+  return httpClientModule;
+}
 
 export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
   private config: ConfigLookup = () => undefined;
@@ -73,6 +86,7 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
     if (!client) {
       const debug = this.surroundings.env[DEBUG_ENV];
       const tuning = tuningFromEnv(this.surroundings.env);
+      const { UserGroupsClient } = httpClient();
       client = new UserGroupsClient({
         baseUrl,
         apiKey,

@@ -161,6 +161,26 @@ describe("updateUserGroup and rotation", () => {
     expect(server.journal().filter((e) => e.method === "POST").map((e) => e.status)).toEqual([502, 200]);
   });
 
+  it("keeps going through a run of reset connections, pausing between rounds, and rotates exactly once", async () => {
+    const olds = await createUserGroup(api, acme);
+    server.setFaults([{ method: "POST", action: "reset", times: 4 }]);
+    const pauses: number[] = [];
+    const rotated = await rotateUserGroupToken(api, olds, { pauseBeforeRound: async (round) => void pauses.push(round) });
+    expect(rotated.token).toBe(server.groups()[0]?.token);
+    expect(rotated.token).not.toBe(olds.token);
+    expect(pauses).toEqual([2, 3, 4, 5]);
+    expect(server.journal().filter((e) => e.method === "POST" && e.status === 200)).toHaveLength(1);
+  });
+
+  it("gives up after its rounds with the last error, having changed nothing", async () => {
+    const olds = await createUserGroup(api, acme);
+    server.setFaults([{ method: "POST", action: "reset" }]);
+    const error = await rotateUserGroupToken(api, olds, { maxRounds: 3, pauseBeforeRound: async () => {} }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/Create User \(rotate token\).*no answer.*ECONNRESET/);
+    expect(server.groups()[0]?.token).toBe(olds.token);
+    server.clearFaults();
+  });
+
   it("rotates the current token when the stored one is stale", async () => {
     const olds = await createUserGroup(api, acme);
     const outOfBand = await api.rotateToken(olds.token);
