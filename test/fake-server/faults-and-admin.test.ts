@@ -1,20 +1,12 @@
 // Fault rules (each action, times, probability, user_group_id matching) and the
 // /__admin/ endpoints, including the admin token and the loopback rule.
 import { request } from "undici";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeServer, type FakeServer } from "../../fake-server/index.js";
-import { KEYS, call, createGroup, expectError, expectOk, start, type Reply } from "./helpers.js";
+import { KEYS, call, createGroup, expectError, expectOk, start, type Reply, useSharedServer } from "./helpers.js";
 
 let server: FakeServer;
-beforeAll(async () => {
-  server = await start();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(async () => {
-  await server.reset();
-});
+useSharedServer((started) => (server = started));
 
 async function admin(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, target = server): Promise<Reply> {
   const res = await request(`${target.url}/__admin/${path}`, {

@@ -1,6 +1,6 @@
 // Shared helpers for the fake-server tests: real HTTP over 127.0.0.1 with undici.
 import { request } from "undici";
-import { expect } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect } from "vitest";
 import type { z } from "zod";
 import { OPERATIONS, errorResponseSchema, type ApiMethod } from "../../provider/wire/schemas.js";
 import { startFakeServer, type FakeServer, type FakeServerOptions } from "../../fake-server/index.js";
@@ -21,6 +21,21 @@ export function start(extra: Partial<FakeServerOptions> = {}): Promise<FakeServe
       { key: KEYS.testingRo, environment: "Testing", readOnly: true },
     ],
     ...extra,
+  });
+}
+
+/** One server for the whole file, emptied before each test; `onStart` receives it. */
+export function useSharedServer(onStart: (server: FakeServer) => void): void {
+  let server: FakeServer | undefined;
+  beforeAll(async () => {
+    server = await start();
+    onStart(server);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  beforeEach(async () => {
+    await server?.reset();
   });
 }
 

@@ -1,19 +1,11 @@
 // W4 (fields), W5 (GET get-or-create), W6 (PUT), W7 (POST rotate), W8 (DELETE),
 // W9 (environments), W10 (tokens and team ids).
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { FakeServer } from "../../fake-server/index.js";
-import { KEYS, call, createGroup, expectError, expectOk, start } from "./helpers.js";
+import { KEYS, call, createGroup, expectError, expectOk, useSharedServer } from "./helpers.js";
 
 let server: FakeServer;
-beforeAll(async () => {
-  server = await start();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(async () => {
-  await server.reset();
-});
+useSharedServer((started) => (server = started));
 
 describe("W4 field rules", () => {
   const long = "x".repeat(256);

@@ -1,21 +1,13 @@
 // W1 (auth, read-only keys), W2 (media type, body, size, paths, methods), W3 (error shape).
 import { connect } from "node:net";
 import { Readable } from "node:stream";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { request } from "undici";
 import type { FakeServer } from "../../fake-server/index.js";
-import { KEYS, call, createGroup, expectError, expectOk, start } from "./helpers.js";
+import { KEYS, call, createGroup, expectError, expectOk, useSharedServer } from "./helpers.js";
 
 let server: FakeServer;
-beforeAll(async () => {
-  server = await start();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(async () => {
-  await server.reset();
-});
+useSharedServer((started) => (server = started));
 
 const body = { name: "Acme", user_group_id: "acme" };
 

@@ -1,28 +1,27 @@
 // Access: read-only keys and the other environment's keys are refused as
 // CONTRACT.md W1/W9 say, and the provider turns the refusals into errors a
 // user can act on.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { UserGroupApiError } from "../../provider/client/errors";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import {
   API_KEYS,
+  createGroupStack,
   CUSTOMER_KEY,
   CUSTOMER_RO_KEY,
-  createGroupStack,
   expectConverged,
   expectNoSecrets,
   failureOf,
   FAST_RETRIES,
-  type GroupStack,
   groupsOf,
-  type ReliabilityServer,
   readBackendFiles,
-  startReliabilityServer,
+  type ReliabilityServer,
   TESTING_KEY,
+  useReliabilityServer,
 } from "./support";
 
 let rs: ReliabilityServer;
-const stacks: GroupStack[] = [];
+const stacks = useReliabilityServer((started) => (rs = started));
 const clients: UserGroupsClient[] = [];
 const client = (apiKey: string) => {
   const c = new UserGroupsClient({ baseUrl: rs.server.url, apiKey, retry: { maxAttempts: 1 } });
@@ -35,13 +34,8 @@ async function apiFailure(promise: Promise<unknown>): Promise<UserGroupApiError>
   return error as UserGroupApiError;
 }
 
-beforeAll(async () => {
-  rs = await startReliabilityServer();
-});
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
-  await rs?.close();
-  for (const gs of stacks) await gs.handle.cleanup();
 });
 
 describe("access through the client", () => {

@@ -4,7 +4,7 @@
 // characters, very long, JSON-injection-like) round-trip unchanged through the
 // client and the fake server, and through Pulumi for a handful.
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { checkInputs } from "../../provider/logic/inputs";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
@@ -12,27 +12,22 @@ import type { JsonValue } from "../../provider/wire/schemas";
 
 const asJson = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 import {
-  CUSTOMER_KEY,
   createGroupStack,
+  CUSTOMER_KEY,
   expectConverged,
   failureOf,
-  type GroupStack,
   type ReliabilityServer,
-  startReliabilityServer,
+  useReliabilityServer,
 } from "./support";
 
 let rs: ReliabilityServer;
 let client: UserGroupsClient;
-const stacks: GroupStack[] = [];
-
-beforeAll(async () => {
-  rs = await startReliabilityServer();
+const stacks = useReliabilityServer((started) => {
+  rs = started;
   client = new UserGroupsClient({ baseUrl: rs.server.url, apiKey: CUSTOMER_KEY });
 });
 afterAll(async () => {
   await client?.close();
-  await rs?.close();
-  for (const gs of stacks) await gs.handle.cleanup();
 });
 
 const charCount = (s: string) => [...s].length;

@@ -4,23 +4,22 @@
 // Retries and timeouts are shortened through the provider's environment
 // overrides (USER_GROUPS_HTTP_TIMEOUT_MS, USER_GROUPS_MAX_ATTEMPTS).
 import { createServer } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  CUSTOMER_KEY,
   createGroupStack,
+  CUSTOMER_KEY,
   expectNoSecrets,
   failureOf,
   FAST_RETRIES,
-  type GroupStack,
   groupsOf,
-  type ReliabilityServer,
   readBackendFiles,
-  startReliabilityServer,
+  type ReliabilityServer,
+  useReliabilityServer,
 } from "./support";
 
 const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };
 let rs: ReliabilityServer;
-const stacks: GroupStack[] = [];
+const stacks = useReliabilityServer((started) => (rs = started));
 
 /** A port nothing listens on: bound once, then released. */
 async function closedPort(): Promise<number> {
@@ -31,13 +30,6 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-beforeAll(async () => {
-  rs = await startReliabilityServer();
-});
-afterAll(async () => {
-  await rs?.close();
-  for (const gs of stacks) await gs.handle.cleanup();
-});
 
 describe("a dead API", () => {
   it("connection refused: up fails within seconds, naming the address and ECONNREFUSED", async () => {

@@ -6,21 +6,20 @@
 // the stack reports. Last, no token and no API key may appear in anything the
 // runs left behind (state files, engine output with the provider's debug lines,
 // the server's log and journal). Split over two files so that they run in parallel.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { FaultRuleInput } from "../../fake-server/index";
 import { API_METHODS } from "../../provider/wire/schemas";
 import {
   API_KEYS,
-  CUSTOMER_KEY,
   createGroupStack,
+  CUSTOMER_KEY,
   expectConverged,
   expectNoSecrets,
   FAST_RETRIES,
-  type GroupStack,
   groupsOf,
-  type ReliabilityServer,
   readBackendFiles,
-  startReliabilityServer,
+  type ReliabilityServer,
+  useReliabilityServer,
 } from "./support";
 
 export interface FaultCase {
@@ -40,15 +39,7 @@ export const everyMethod = (rule: RuleWithoutMethod): FaultRuleInput[] =>
 export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void {
   const GROUPS = 5;
   let rs: ReliabilityServer;
-  const stacks: GroupStack[] = [];
-
-  beforeAll(async () => {
-    rs = await startReliabilityServer();
-  });
-  afterAll(async () => {
-    await rs?.close();
-    for (const gs of stacks) await gs.handle.cleanup();
-  });
+  const stacks = useReliabilityServer((started) => (rs = started));
 
   describe("fault matrix through the Automation API", () => {
     for (const [index, fc] of cases.entries()) {

@@ -4,7 +4,7 @@
 import type { Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
 import { createUserGroupStack, loadPackage, type StackHandle } from "../support/user-group-stack";
@@ -169,4 +169,23 @@ export async function failureOf(promise: Promise<unknown>): Promise<Error> {
   );
   expect(error).toBeInstanceOf(Error);
   return error as Error;
+}
+
+/**
+ * One reliability server for the whole file (`onStart` receives it) and the
+ * stacks its tests create, all cleaned up after the file. Returns that list:
+ * push every stack made.
+ */
+export function useReliabilityServer(onStart: (rs: ReliabilityServer) => void): GroupStack[] {
+  let rs: ReliabilityServer | undefined;
+  const stacks: GroupStack[] = [];
+  beforeAll(async () => {
+    rs = await startReliabilityServer();
+    onStart(rs);
+  });
+  afterAll(async () => {
+    await rs?.close();
+    for (const gs of stacks) await gs.handle.cleanup();
+  });
+  return stacks;
 }
