@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import { request } from "undici";
 import { UserGroupsClient } from "../provider/client/http-client.js";
 import { KEY, startServerThread } from "./fake-server.js";
-import { percentile } from "./stats.js";
+import { closedLoop, type OneRequest } from "./load.js";
 
 export interface LoadResult {
   readonly requests: number;
@@ -45,38 +45,11 @@ const HEADERS = {
   "user-agent": "bench",
 };
 
-type OneRequest = () => Promise<boolean>;
-
 async function load(send: OneRequest, inFlight: number, seconds: number): Promise<LoadResult> {
-  const latencies: number[] = [];
-  let errors = 0;
   const eluBefore = performance.eventLoopUtilization();
-  const started = performance.now();
-  const deadline = started + seconds * 1000;
-  const loop = async (): Promise<void> => {
-    while (performance.now() < deadline) {
-      const t0 = performance.now();
-      try {
-        if (!(await send())) errors += 1;
-      } catch {
-        errors += 1;
-      }
-      latencies.push(performance.now() - t0);
-    }
-  };
-  await Promise.all(Array.from({ length: inFlight }, loop));
-  const elapsed = (performance.now() - started) / 1000;
+  const run = await closedLoop(send, inFlight, seconds);
   const elu = performance.eventLoopUtilization(eluBefore);
-  latencies.sort((a, b) => a - b);
-  return {
-    requests: latencies.length,
-    errors,
-    seconds: elapsed,
-    rps: latencies.length / elapsed,
-    p50: percentile(latencies, 0.5),
-    p99: percentile(latencies, 0.99),
-    clientUsPerRequest: (elu.active * 1000) / latencies.length,
-  };
+  return { ...run, rps: run.requests / run.seconds, clientUsPerRequest: (elu.active * 1000) / run.requests };
 }
 
 function best(a: LoadResult | undefined, b: LoadResult): LoadResult {

@@ -5,10 +5,10 @@
 // Each server runs in its own worker thread so the load generator (main thread,
 // undici Pool with 32 keep-alive connections) does not share its event loop.
 import { createServer } from "node:http";
-import { performance } from "node:perf_hooks";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { Pool } from "undici";
 import { startFakeServer } from "../fake-server/index.js";
+import { closedLoop } from "./load.js";
 
 export type Role = "fake" | "bare";
 const CONNECTIONS = 32;
@@ -61,30 +61,20 @@ export interface Result {
 
 async function load(url: string, seconds: number): Promise<Result> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
-  const latencies: number[] = [];
-  let errors = 0;
-  const started = performance.now();
-  const deadline = started + seconds * 1000;
-  const loop = async (): Promise<void> => {
-    while (performance.now() < deadline) {
-      const t0 = performance.now();
-      try {
+  try {
+    return await closedLoop(
+      async () => {
         // reset: false: undici would otherwise close the connection after each GET with a body.
         const res = await pool.request({ path: "/api/user", method: "GET", headers: HEADERS, body: BODY, reset: false });
         await res.body.text();
-        if (res.statusCode !== 200) errors += 1;
-      } catch {
-        errors += 1;
-      }
-      latencies.push(performance.now() - t0);
-    }
-  };
-  await Promise.all(Array.from({ length: CONNECTIONS }, loop));
-  const elapsed = (performance.now() - started) / 1000;
-  await pool.close();
-  latencies.sort((a, b) => a - b);
-  const pick = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { requests: latencies.length, errors, seconds: elapsed, p50: pick(0.5), p99: pick(0.99) };
+        return res.statusCode === 200;
+      },
+      CONNECTIONS,
+      seconds,
+    );
+  } finally {
+    await pool.close();
+  }
 }
 
 export interface ServerThread {
