@@ -128,7 +128,7 @@ export function readGroupsFile(file: string): unknown[] {
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
-    throw new GroupsValidationError([{ entry: -1, problem: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? "error"})` }], file);
+    throw new UsageError(`${file}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? "error"})`);
   }
   let document: unknown;
   try {
