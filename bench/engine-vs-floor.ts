@@ -1,29 +1,30 @@
 // `pulumi preview`, `up` and `destroy` of N UserGroups (against the fake server)
 // next to the same operations on N no-op dynamic resources: a
 // pulumi.dynamic.Resource whose provider answers at once, so its times are
-// what the engine, the file backend and the dynamic-provider process cost by
-// themselves (the floor). Both run through the Automation API with inline
-// programs, the way provider/automation runs groups, on the same machine, one
-// kind right after the other for each N.
-import * as pulumi from "@pulumi/pulumi";
+// what the engine, the file backend, the program and the dynamic-provider
+// process cost by themselves (the floor). Each kind is a program on disk that
+// the engine runs as `pulumi up` runs it, driven through the Automation API on
+// the same machine, one kind right after the other for each N.
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { UserGroup } from "../provider/index.js";
 import { USER_GROUP_TYPE } from "../provider/resource/user-group.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { watchPulumiProcesses } from "./peak-memory.js";
 import { median } from "./stats.js";
 
 /**
- * ours: N UserGroups. floor: N no-op dynamic resources. floor-secret: the same
- * no-op resources whose provider also returns a 64-hex `token` output declared
- * secret (additionalSecretOutputs), as a UserGroup's is: the fair floor, which
- * includes what the engine pays for one secret per resource.
+ * ours: N UserGroups. floor: N no-op dynamic resources with the same inputs.
+ * floor-shaped: no-op dynamic resources of a UserGroup's shape: the same
+ * inputs, the same output properties (token, teamId, providedId,
+ * apiEnvironmentTag), and the token declared secret (additionalSecretOutputs).
+ * Pulumi's own cost grows with both: its SDK creates four promises per output
+ * property, each capturing a stack trace, and the engine re-serializes every
+ * secret at every checkpoint. The shaped floor is that cost with no work of ours.
  */
-export type Kind = "ours" | "floor" | "floor-secret";
-export const KINDS: readonly Kind[] = ["floor", "floor-secret", "ours"];
+export type Kind = "ours" | "floor" | "floor-shaped";
+export const KINDS: readonly Kind[] = ["floor", "floor-shaped", "ours"];
 export type Operation = "preview" | "up" | "preview-unchanged" | "destroy";
 export const OPERATIONS: readonly Operation[] = ["preview", "up", "preview-unchanged", "destroy"];
 
@@ -38,8 +39,8 @@ export interface EngineRun {
   readonly providerPeakBytes: number | undefined;
   /**
    * CPU seconds per operation of the engine (the `pulumi` CLI process), the
-   * dynamic-provider process, and this process (the inline program, plus the
-   * fake server's worker thread for ours): where the wall time went.
+   * dynamic-provider process and the program's Node process: where the wall
+   * time went.
    */
   readonly cpuSeconds: Record<Operation, { engine: number; provider: number; program: number }>;
   /** Requests the API received per resource and operation, by method (ours only). */
@@ -50,48 +51,34 @@ const PROJECT = "bench";
 const STACK = "bench";
 const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";
 
-interface NoopArgs {
-  name: string;
-  userGroupId: string;
-  mapping: Record<string, string>;
-}
-
-// Capture nothing, so Pulumi serializes them small (and once: it caches per provider object).
-const noopProvider: pulumi.dynamic.ResourceProvider = {
-  async create(inputs: NoopArgs) {
-    return { id: inputs.userGroupId, outs: inputs };
-  },
-};
-const noopProviderWithToken: pulumi.dynamic.ResourceProvider = {
-  async create(inputs: NoopArgs) {
-    // A token-like value, 64 hex digits and different per resource, from a
-    // closure kept small (it is serialized into the state twice per resource).
-    const token = Buffer.from(inputs.userGroupId.padStart(32, "0").slice(-32)).toString("hex");
-    return { id: inputs.userGroupId, outs: { ...inputs, token } };
-  },
-};
-
 /**
- * The floor: a dynamic resource with the same inputs as a UserGroup and a
- * provider that does nothing. With `secretToken` its `token` output is a
- * secret, as a UserGroup's is: that floor includes what the engine pays for
- * one secret per resource (kind "floor-secret").
+ * The program of each kind, as a user would write it: a CommonJS file that the
+ * engine runs in a fresh Node process for every preview and up (so loading
+ * @pulumi/pulumi, and our package for ours, is part of each operation, as in
+ * `pulumi up`). The no-op providers capture nothing, so Pulumi serializes them
+ * small; the shaped floor's token is 64 characters, different per resource,
+ * from a provider of the same size as the plain one, so that the two floors
+ * store the same bytes but for the secret.
  */
-class NoopResource extends pulumi.dynamic.Resource {
-  constructor(name: string, args: NoopArgs, secretToken: boolean) {
-    if (secretToken) super(noopProviderWithToken, name, { ...args, token: undefined }, { additionalSecretOutputs: ["token"] });
-    else super(noopProvider, name, args);
-  }
+export function programSource(kind: Kind, n: number, prefix: string): string {
+  const declare =
+    kind === "ours"
+      ? `const { UserGroup } = require("pulumi-user-groups");
+const declare = (name, args) => new UserGroup(name, args);`
+      : kind === "floor"
+        ? `const pulumi = require("@pulumi/pulumi");
+const provider = { async create(inputs) { return { id: inputs.userGroupId, outs: inputs }; } };
+const declare = (name, args) => new pulumi.dynamic.Resource(provider, name, args);`
+        : `const pulumi = require("@pulumi/pulumi");
+const provider = { async create(i) { return { id: i.userGroupId, outs: { ...i, token: i.userGroupId.padStart(64, "0"), teamId: 1, providedId: i.userGroupId, apiEnvironmentTag: "Customer" } }; } };
+const outputs = { token: undefined, teamId: undefined, providedId: undefined, apiEnvironmentTag: undefined };
+const declare = (name, args) => new pulumi.dynamic.Resource(provider, name, { ...args, ...outputs }, { additionalSecretOutputs: ["token"] });`;
+  return `// ${kind}: ${n} resources (written by bench/engine-vs-floor.ts)
+${declare}
+for (let i = 0; i < ${n}; i++) {
+  declare(\`g\${i}\`, { name: \`Bench group \${i}\`, userGroupId: \`${prefix}-\${i}\`, mapping: { sales: "warehouse-eu" } });
 }
-
-function programOf(kind: Kind, n: number, prefix: string): () => Promise<void> {
-  return async () => {
-    for (let i = 0; i < n; i++) {
-      const args = { name: `Bench group ${i}`, userGroupId: `${prefix}-${i}`, mapping: { sales: "warehouse-eu" } };
-      if (kind === "ours") new UserGroup(`g${i}`, args);
-      else new NoopResource(`g${i}`, args, kind === "floor-secret");
-    }
-  };
+`;
 }
 
 async function adminRequests(server: ServerThread, method: "GET" | "DELETE"): Promise<Array<{ method: string; path: string }>> {
@@ -136,10 +123,12 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
   const backendDir = path.join(dir, "state");
   mkdirSync(workDir);
   mkdirSync(backendDir);
+  writeFileSync(path.join(workDir, "Pulumi.yaml"), `name: ${PROJECT}\nruntime: nodejs\n`);
+  writeFileSync(path.join(workDir, "package.json"), `${JSON.stringify({ name: `bench-${kind}`, private: true, main: "index.js" })}\n`);
+  writeFileSync(path.join(workDir, "index.js"), programSource(kind, n, path.basename(dir)));
   const stack: Stack = await LocalWorkspace.createOrSelectStack(
-    { stackName: STACK, projectName: PROJECT, program: programOf(kind, n, path.basename(dir)) },
+    { stackName: STACK, workDir },
     {
-      workDir,
       envVars: {
         PULUMI_BACKEND_URL: `file://${backendDir}`,
         PULUMI_CONFIG_PASSPHRASE: "bench-passphrase",
@@ -160,7 +149,6 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
     await takeRequestCounts(options.server, n);
     for (const operation of OPERATIONS) {
       const watch = watchPulumiProcesses();
-      const cpuBefore = process.cpuUsage();
       const started = performance.now();
       switch (operation) {
         case "preview":
@@ -176,8 +164,7 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
       }
       seconds[operation] = (performance.now() - started) / 1000;
       const cost = watch.stop();
-      const cpu = process.cpuUsage(cpuBefore);
-      cpuSeconds[operation] = { engine: cost.engineCpuSeconds, provider: cost.providerCpuSeconds, program: (cpu.user + cpu.system) / 1e6 };
+      cpuSeconds[operation] = { engine: cost.engineCpuSeconds, provider: cost.providerCpuSeconds, program: cost.programCpuSeconds };
       if (operation === "up") providerPeakBytes = cost.providerPeakBytes;
       if (operation === "up") bytes = stateBytesPerResource(backendDir, kind === "ours" ? USER_GROUP_TYPE : FLOOR_TYPE, n);
       if (kind === "ours") requests[operation] = await takeRequestCounts(options.server, n);

@@ -1,12 +1,14 @@
 // What the processes an operation starts cost: peak resident memory (VmHWM)
-// of Pulumi's dynamic-provider process and CPU seconds of the engine and of
-// the dynamic provider, polled from /proc while the operation runs. Only
+// of Pulumi's dynamic-provider process and CPU seconds of the engine, the
+// dynamic provider and the program, polled from /proc while the operation runs. Only
 // descendants of this process count: other people's test runs on the same
 // machine start engines and dynamic providers of their own. Linux only;
 // elsewhere it reports nothing.
 import { readdirSync, readFileSync } from "node:fs";
 
 const DYNAMIC_PROVIDER = /cmd[/\\]dynamic-provider/;
+/** The program's Node process, which the language host starts with @pulumi/pulumi's cmd/run. */
+const PROGRAM = /cmd[/\\]run/;
 /** The Pulumi CLI the Automation API starts (`pulumi up ...`), which hosts the engine. */
 const ENGINE = /^[^\0]*pulumi\0(up|preview|destroy|refresh)\0/;
 const CLOCK_TICKS = 100; // USER_HZ on Linux
@@ -38,7 +40,7 @@ function descendsFrom(pid: number, ancestor: number): boolean {
   return false;
 }
 
-type Role = "engine" | "provider";
+type Role = "engine" | "provider" | "program";
 
 interface Sample {
   readonly role: Role;
@@ -60,7 +62,13 @@ function sample(): Map<number, Sample> {
     const pid = Number(entry);
     try {
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      const role: Role | undefined = DYNAMIC_PROVIDER.test(cmdline) ? "provider" : ENGINE.test(cmdline) ? "engine" : undefined;
+      const role: Role | undefined = DYNAMIC_PROVIDER.test(cmdline)
+        ? "provider"
+        : ENGINE.test(cmdline)
+          ? "engine"
+          : PROGRAM.test(cmdline)
+            ? "program"
+            : undefined;
       if (role === undefined || !descendsFrom(pid, process.pid)) continue;
       const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
       const stat = statOf(pid);
@@ -75,9 +83,10 @@ function sample(): Map<number, Sample> {
 export interface ProcessCost {
   /** Largest VmHWM of any one dynamic-provider process, bytes (undefined: none seen). */
   readonly providerPeakBytes: number | undefined;
-  /** CPU seconds of the engine processes and of the dynamic-provider processes (last sample of each). */
+  /** CPU seconds of the engine, dynamic-provider and program processes (last sample of each). */
   readonly engineCpuSeconds: number;
   readonly providerCpuSeconds: number;
+  readonly programCpuSeconds: number;
 }
 
 export interface ProcessWatch {
@@ -103,6 +112,7 @@ export function watchPulumiProcesses(intervalMs = 100): ProcessWatch {
         providerPeakBytes: providers.length > 0 ? Math.max(...providers.map((s) => s.peakBytes)) : undefined,
         engineCpuSeconds: sum("engine"),
         providerCpuSeconds: sum("provider"),
+        programCpuSeconds: sum("program"),
       };
     },
   };

@@ -60,8 +60,8 @@ interface Measured {
   readonly n: number;
   readonly ours: EngineRun;
   readonly floor: EngineRun;
-  /** The floor with one secret output per resource (absent in results from before it was measured). */
-  readonly floorSecret?: EngineRun;
+  /** The floor of a UserGroup's shape: same outputs, secret token (absent in results from before it was measured). */
+  readonly floorShaped?: EngineRun;
 }
 
 function pairs(runs: readonly EngineRun[]): Measured[] {
@@ -69,18 +69,18 @@ function pairs(runs: readonly EngineRun[]): Measured[] {
   return ns.flatMap((n) => {
     const ours = runs.find((r) => r.n === n && r.kind === "ours");
     const floor = runs.find((r) => r.n === n && r.kind === "floor");
-    const floorSecret = runs.find((r) => r.n === n && r.kind === "floor-secret");
-    return ours && floor ? [{ n, ours, floor, ...(floorSecret ? { floorSecret } : {}) }] : [];
+    const floorShaped = runs.find((r) => r.n === n && r.kind === "floor-shaped");
+    return ours && floor ? [{ n, ours, floor, ...(floorShaped ? { floorShaped } : {}) }] : [];
   });
 }
 
 /** Which floor a table compares against. */
-export type FloorKind = "floor" | "floor-secret";
+export type FloorKind = "floor" | "floor-shaped";
 
 /**
  * Wall time, ratio and time per resource of each operation at each N, against
- * one floor: the plain no-op floor (default) or the one with a secret output
- * per resource. Empty when that floor was not measured.
+ * one floor: the plain no-op floor (default) or the one of a UserGroup's
+ * shape. Empty when that floor was not measured.
  */
 export function engineTable(runs: readonly EngineRun[], against: FloorKind = "floor"): string {
   const rows: string[][] = [];
@@ -88,7 +88,7 @@ export function engineTable(runs: readonly EngineRun[], against: FloorKind = "fl
     let previous: { n: number; ours: number; floor: number } | undefined;
     for (const measured of pairs(runs)) {
       const { n, ours } = measured;
-      const floor = against === "floor" ? measured.floor : measured.floorSecret;
+      const floor = against === "floor" ? measured.floor : measured.floorShaped;
       if (floor === undefined) continue;
       const o = ours.seconds[operation];
       const f = floor.seconds[operation];
@@ -123,10 +123,10 @@ export function engineTable(runs: readonly EngineRun[], against: FloorKind = "fl
 export function ratioTable(runs: readonly EngineRun[]): string {
   const rows: string[][] = [];
   for (const operation of OPERATIONS) {
-    for (const { n, ours, floor, floorSecret } of pairs(runs)) {
+    for (const { n, ours, floor, floorShaped } of pairs(runs)) {
       const o = ours.seconds[operation];
       const f = floor.seconds[operation];
-      const fs = floorSecret?.seconds[operation];
+      const fs = floorShaped?.seconds[operation];
       const ratio = o / f;
       const ratioSecret = fs === undefined ? undefined : o / fs;
       rows.push([
@@ -140,7 +140,7 @@ export function ratioTable(runs: readonly EngineRun[]): string {
       ]);
     }
   }
-  return table(["operation", "N", "floor s", "secret floor s", "ours s", "ours/floor", "ours/secret floor"], rows);
+  return table(["operation", "N", "floor s", "shaped floor s", "ours s", "ours/floor", "ours/shaped floor"], rows);
 }
 
 /** CPU seconds per process at the largest N: which process the extra time (if any) is spent in. */
@@ -150,7 +150,7 @@ export function cpuTable(runs: readonly EngineRun[]): string {
   if (last === undefined) return "";
   const rows = OPERATIONS.map((operation) => {
     const f = last.floor.cpuSeconds[operation];
-    const s = last.floorSecret?.cpuSeconds[operation];
+    const s = last.floorShaped?.cpuSeconds[operation];
     const o = last.ours.cpuSeconds[operation];
     return [
       operation,
@@ -160,13 +160,13 @@ export function cpuTable(runs: readonly EngineRun[]): string {
     ];
   });
   return (
-    `CPU seconds at N = ${last.n} (program = the benchmark process: inline program, and for ours the fake server's thread):\n\n` +
+    `CPU seconds at N = ${last.n} (engine = the \`pulumi\` CLI, provider = the dynamic-provider process, program = the program's Node process; for ours the fake server runs in the benchmark process and is not counted):\n\n` +
     table(
       [
         "operation",
-        "floor engine", "secret floor engine", "ours engine",
-        "floor provider", "secret floor provider", "ours provider",
-        "floor program", "secret floor program", "ours program",
+        "floor engine", "shaped floor engine", "ours engine",
+        "floor provider", "shaped floor provider", "ours provider",
+        "floor program", "shaped floor program", "ours program",
       ],
       rows,
     )
@@ -178,17 +178,17 @@ export function resourceTable(runs: readonly EngineRun[]): string {
   return table(
     [
       "N",
-      "floor state B/res", "secret floor state B/res", "ours state B/res",
-      "floor provider peak MiB", "secret floor provider peak MiB", "ours provider peak MiB",
+      "floor state B/res", "shaped floor state B/res", "ours state B/res",
+      "floor provider peak MiB", "shaped floor provider peak MiB", "ours provider peak MiB",
       "ours requests/res (up)", "ours requests/res (destroy)",
     ],
-    pairs(runs).map(({ n, ours, floor, floorSecret }) => [
+    pairs(runs).map(({ n, ours, floor, floorShaped }) => [
       String(n),
       fixed(floor.stateBytesPerResource, 0),
-      fixed(floorSecret?.stateBytesPerResource, 0),
+      fixed(floorShaped?.stateBytesPerResource, 0),
       `${fixed(ours.stateBytesPerResource, 0)} ${mark(ours.stateBytesPerResource <= GOALS.stateBytes)}`,
       mib(floor.providerPeakBytes),
-      mib(floorSecret?.providerPeakBytes),
+      mib(floorShaped?.providerPeakBytes),
       mib(ours.providerPeakBytes),
       requestsText(ours.requestsPerResource?.up),
       requestsText(ours.requestsPerResource?.destroy),
@@ -222,14 +222,14 @@ export function markdownReport(results: BenchResults): string {
   if (results.engine) {
     parts.push("", "## Pulumi operations: N UserGroups vs N no-op dynamic resources", "");
     parts.push(
-      "Two floors: `floor` is a no-op dynamic resource with the same inputs; `secret floor` is the same resource whose",
-      "provider also returns a 64-hex `token` output declared secret (additionalSecretOutputs), as a UserGroup's is.",
+      "Two floors: `floor` is a no-op dynamic resource with the same inputs; `shaped floor` is a no-op dynamic resource of",
+      "a UserGroup's shape: the same inputs and output properties, the 64-character `token` declared secret.",
       "",
       ratioTable(results.engine),
     );
     parts.push("", "### Against the no-op floor", "", engineTable(results.engine, "floor"));
-    const secretTable = engineTable(results.engine, "floor-secret");
-    if (secretTable !== "") parts.push("", "### Against the floor with one secret output per resource", "", secretTable);
+    const shapedTable = engineTable(results.engine, "floor-shaped");
+    if (shapedTable !== "") parts.push("", "### Against the no-op floor of a UserGroup's shape", "", shapedTable);
     parts.push("", cpuTable(results.engine));
     parts.push("", "## State size and dynamic-provider memory", "", resourceTable(results.engine));
   }
@@ -257,12 +257,12 @@ export function engineCharts(runs: readonly EngineRun[]): Map<string, string> {
         series: [
           { name: "UserGroup", color: "#d62728", points: paired.map(({ n, ours }) => [n, ours.seconds[operation]] as const) },
           { name: "no-op floor", color: "#1f77b4", dashed: true, points: paired.map(({ n, floor }) => [n, floor.seconds[operation]] as const) },
-          ...(paired.some((p) => p.floorSecret !== undefined)
+          ...(paired.some((p) => p.floorShaped !== undefined)
             ? [{
-                name: "floor + secret",
+                name: "shaped floor",
                 color: "#2ca02c",
                 dashed: true,
-                points: paired.flatMap(({ n, floorSecret }) => (floorSecret ? [[n, floorSecret.seconds[operation]] as const] : [])),
+                points: paired.flatMap(({ n, floorShaped }) => (floorShaped ? [[n, floorShaped.seconds[operation]] as const] : [])),
               }]
             : []),
         ],

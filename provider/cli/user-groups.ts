@@ -3,6 +3,7 @@
 // previewed on a pull request, applied on merge, and checked for drift on a
 // schedule. Exit codes: 0 done, 1 the run failed, 2 bad usage or groups file,
 // 3 --expect-no-changes and there are changes.
+import "../compile-cache"; // first: it covers the modules loaded after it
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline/promises";

@@ -1,7 +1,7 @@
 // Typed failures of the HTTP client. Every message says what failed in words a
 // user can act on, and is built from redacted parts only.
-import type { ApiMethod, Environment } from "../wire/schemas";
-import { OPERATIONS } from "../wire/schemas";
+import { type ApiMethod, OPERATION_TITLES } from "../wire/operations";
+import type { Environment } from "../wire/schemas";
 
 export type FailureKind =
   | "http" // the service answered with a failure
@@ -40,7 +40,7 @@ export class UserGroupApiError extends Error {
 }
 
 function describeFailure(d: ApiErrorDetails): string {
-  const what = `${OPERATIONS[d.method].title} (${d.method} ${d.baseUrl}/api/user)`;
+  const what = `${OPERATION_TITLES[d.method]} (${d.method} ${d.baseUrl}/api/user)`;
   const target = [
     d.userGroupId !== undefined ? `user_group_id "${d.userGroupId}"` : undefined,
     d.environment !== undefined ? `environment ${d.environment}` : undefined,

@@ -2,6 +2,7 @@
 // process. It is loaded there by name (see provider-shell.ts), never serialized,
 // so refresh and destroy always run the installed package's code. Each method
 // is a thin shell over the plain functions in ../logic.
+import { saveCompileCache } from "../compile-cache";
 import type * as pulumi from "@pulumi/pulumi";
 import type { UserGroupsClient } from "../client/http-client";
 import { tuningFromEnv } from "../client/tuning";
@@ -29,7 +30,10 @@ let httpClientModule: HttpClientModule | undefined;
  * diff, all that a preview calls, never need it.
  */
 function httpClient(): HttpClientModule {
-  httpClientModule ??= require("../client/http-client") as HttpClientModule;
+  if (httpClientModule === undefined) {
+    httpClientModule = require("../client/http-client") as HttpClientModule;
+    saveCompileCache();
+  }
   return httpClientModule;
 }
 
@@ -102,3 +106,4 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
 
 /** The one instance the dynamic-provider process uses for every UserGroup. */
 export const userGroupProvider = new UserGroupProvider();
+saveCompileCache();

@@ -2,6 +2,7 @@
 // The fake server validates requests with these schemas and the HTTP client
 // validates responses with them, so the two cannot drift apart.
 import { z } from "zod";
+import { type ApiMethod, OPERATION_TITLES } from "./operations.js";
 
 export const API_PATH = "/api/user";
 
@@ -177,10 +178,10 @@ export function fieldErrorCode(field: string): ErrorCode {
 
 /** The four operations of `/api/user`, by HTTP method. */
 export const OPERATIONS = {
-  GET: { title: "Get User", request: getUserRequestSchema, response: getUserResponseSchema },
-  PUT: { title: "Update User", request: updateUserRequestSchema, response: updateUserResponseSchema },
-  POST: { title: "Create User (rotate token)", request: rotateTokenRequestSchema, response: rotateTokenResponseSchema },
-  DELETE: { title: "Delete User", request: deleteUserRequestSchema, response: deleteUserResponseSchema },
+  GET: { title: OPERATION_TITLES.GET, request: getUserRequestSchema, response: getUserResponseSchema },
+  PUT: { title: OPERATION_TITLES.PUT, request: updateUserRequestSchema, response: updateUserResponseSchema },
+  POST: { title: OPERATION_TITLES.POST, request: rotateTokenRequestSchema, response: rotateTokenResponseSchema },
+  DELETE: { title: OPERATION_TITLES.DELETE, request: deleteUserRequestSchema, response: deleteUserResponseSchema },
 } as const;
-export type ApiMethod = keyof typeof OPERATIONS;
+export type { ApiMethod };
 export const API_METHODS = Object.keys(OPERATIONS) as ApiMethod[];

@@ -47,22 +47,22 @@ describe("bench report helpers", () => {
     expect([...engineCharts(runs).keys()]).toEqual(["perf-preview.svg", "perf-up.svg", "perf-preview-unchanged.svg", "perf-destroy.svg"]);
   });
 
-  it("compares ours with both floors when the secret floor was measured", () => {
+  it("compares ours with both floors when the shaped floor was measured", () => {
     const runs = [
-      run("floor", 10, 0.01), run("floor-secret", 10, 0.0125), run("ours", 10, 0.011),
-      run("floor", 100, 0.01), run("floor-secret", 100, 0.0125), run("ours", 100, 0.011),
+      run("floor", 10, 0.01), run("floor-shaped", 10, 0.0125), run("ours", 10, 0.011),
+      run("floor", 100, 0.01), run("floor-shaped", 100, 0.0125), run("ours", 100, 0.011),
     ];
     expect(ratioTable(runs)).toContain("| up | 100 | 1.00 | 1.25 | 1.10 | 1.10 ✓ | 0.88 ✓ |");
-    expect(engineTable(runs, "floor-secret")).toContain("| up | 100 | 1.25 | 1.10 | 0.88 ✓ | 12.5 | 11.0 | 12.5 | 11.0 | -1.5 |");
+    expect(engineTable(runs, "floor-shaped")).toContain("| up | 100 | 1.25 | 1.10 | 0.88 ✓ | 12.5 | 11.0 | 12.5 | 11.0 | -1.5 |");
     expect(engineTable(runs)).toContain("| up | 100 | 1.00 | 1.10 | 1.10 ✓ |");
     const svg = engineCharts(runs).get("perf-up.svg") ?? "";
     expect(svg.match(/<polyline /g)).toHaveLength(3);
-    expect(svg).toContain("floor + secret");
+    expect(svg).toContain("shaped floor");
   });
 
-  it("leaves the secret floor out of results that lack it", () => {
+  it("leaves the shaped floor out of results that lack it", () => {
     const runs = [run("floor", 10, 0.01), run("ours", 10, 0.011)];
-    expect(engineTable(runs, "floor-secret")).toBe("");
+    expect(engineTable(runs, "floor-shaped")).toBe("");
     expect(ratioTable(runs)).toContain("| up | 10 | 0.10 | – | 0.11 | 1.10 ✓ | – |");
     expect(engineCharts(runs).get("perf-up.svg")?.match(/<polyline /g)).toHaveLength(2);
   });

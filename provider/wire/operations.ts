@@ -1,0 +1,12 @@
+// The four operations of `/api/user` by HTTP method, with their names in the
+// interface document. Plain data, no zod: error messages need the titles, and
+// loading them must not load the schemas (see provider/index.ts).
+
+export const OPERATION_TITLES = {
+  GET: "Get User",
+  PUT: "Update User",
+  POST: "Create User (rotate token)",
+  DELETE: "Delete User",
+} as const;
+
+export type ApiMethod = keyof typeof OPERATION_TITLES;

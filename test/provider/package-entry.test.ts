@@ -1,0 +1,72 @@
+// What a Pulumi program pays to import the package: every `pulumi preview`
+// and `up` starts the program in a fresh Node process, so a program that only
+// declares UserGroups must not load the HTTP client's undici and zod. Runs the
+// built package (dist/, built by pretest) as an installed one would run.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const REPO_ROOT = path.resolve(__dirname, "../..");
+
+/** Runs a script with the project's Node in the repository (where the package resolves by name); its stdout as JSON. */
+function runNode(args: readonly string[], env: NodeJS.ProcessEnv = {}): unknown {
+  const out = execFileSync(process.execPath, args, { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, ...env } });
+  return JSON.parse(out.trim().split("\n").at(-1) ?? "null");
+}
+
+const LOADED_LIBRARIES = `
+const loaded = () => Object.keys(require.cache).filter((f) => /[\\\\/]node_modules[\\\\/](zod|undici)[\\\\/]/.test(f)).map((f) => f.includes("undici") ? "undici" : "zod");
+const unique = (list) => [...new Set(list)].sort();
+`;
+
+describe("importing pulumi-user-groups", () => {
+  const cacheDirs: string[] = [];
+  afterAll(() => {
+    for (const dir of cacheDirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("loads neither undici nor zod for a program that declares UserGroups, and loads them when the client is used", () => {
+    const result = runNode([
+      "-e",
+      `${LOADED_LIBRARIES}
+const pkg = require("pulumi-user-groups");
+const afterImport = unique(loaded());
+const kinds = [typeof pkg.UserGroup, typeof pkg.UserGroupApiError, typeof pkg.UserGroupExistsError, typeof pkg.MissingCredentialsError];
+const client = new pkg.UserGroupsClient({ baseUrl: "http://127.0.0.1:9", apiKey: "k".repeat(20) });
+console.log(JSON.stringify({ afterImport, kinds, afterClient: unique(loaded()), isClient: client instanceof pkg.UserGroupsClient }));`,
+    ]);
+    expect(result).toEqual({
+      afterImport: [],
+      kinds: ["function", "function", "function", "function"],
+      afterClient: ["undici", "zod"],
+      isClient: true,
+    });
+  });
+
+  it("offers every value by name to ES module importers", () => {
+    const result = runNode([
+      "--input-type=module",
+      "-e",
+      `import { UserGroup, UserGroupsClient, UserGroupApiError, UserGroupExistsError, MissingCredentialsError } from "pulumi-user-groups";
+console.log(JSON.stringify([UserGroup, UserGroupsClient, UserGroupApiError, UserGroupExistsError, MissingCredentialsError].map((v) => typeof v)));`,
+    ]);
+    expect(result).toEqual(["function", "function", "function", "function", "function"]);
+  });
+
+  it("the provider runtime turns on Node's compile cache, so the next dynamic-provider process compiles less", () => {
+    const tmp = mkdtempSync(path.join(os.tmpdir(), "ug-compile-cache-"));
+    cacheDirs.push(tmp);
+    const script = `const m = require("node:module"); const before = m.getCompileCacheDir() ?? null;
+require("pulumi-user-groups/provider-runtime"); console.log(JSON.stringify({ before, after: m.getCompileCacheDir() ?? null }));`;
+    // Node's default cache directory is under the temp directory: a fresh one shows what was written.
+    const env = { TMPDIR: tmp, NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+    const on = runNode(["-e", script], env) as { before: string | null; after: string | null };
+    expect(on.before).toBeNull();
+    expect(on.after).toContain(tmp);
+    expect(readdirSync(on.after!, { recursive: true }).length).toBeGreaterThan(0);
+    // Node's own switch turns it off.
+    expect(runNode(["-e", script], { ...env, NODE_DISABLE_COMPILE_CACHE: "1" })).toEqual({ before: null, after: null });
+  });
+});
