@@ -33,6 +33,12 @@ export interface EngineRun {
   readonly n: number;
   /** Wall time (the median over the repetitions) of each operation, seconds (Automation API call: CLI start to exit). */
   readonly seconds: Record<Operation, number>;
+  /** Fastest and slowest run of each operation that ran more than once, seconds. */
+  readonly secondsRange?: Partial<Record<Operation, readonly [number, number]>>;
+  /** How many repetitions (fresh stacks) the figures summarize. */
+  readonly repetitions?: number;
+  /** Every timed run of each operation, seconds (previews may run several times per stack, see previewRepeats). */
+  readonly samples?: Record<Operation, readonly number[]>;
   /** JSON bytes of the resources of the measured type in the stored state, divided by N. */
   readonly stateBytesPerResource: number;
   /** Largest VmHWM of the dynamic-provider process during `up`, bytes. */
@@ -113,6 +119,12 @@ export interface EngineBenchOptions {
   readonly log: (line: string) => void;
   /** More environment for the engine, e.g. PULUMI_SKIP_CHECKPOINTS=true. */
   readonly env?: Record<string, string>;
+  /**
+   * How many times each preview runs on the stack (default 1). Previews change
+   * nothing, so repeating them buys more samples of the cheap operations
+   * without repeating the expensive `up` and `destroy` at large N.
+   */
+  readonly previewRepeats?: number;
 }
 
 /** One kind at one N: a fresh stack and backend, the four operations in order. */
@@ -141,6 +153,7 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
     },
   );
   const seconds = {} as Record<Operation, number>;
+  const samples = {} as Record<Operation, readonly number[]>;
   const requests = {} as Record<Operation, Record<string, number>>;
   const cpuSeconds = {} as EngineRun["cpuSeconds"];
   let providerPeakBytes: number | undefined;
@@ -148,31 +161,41 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
   try {
     await takeRequestCounts(options.server, n);
     for (const operation of OPERATIONS) {
-      const watch = watchPulumiProcesses();
-      const started = performance.now();
-      switch (operation) {
-        case "preview":
-        case "preview-unchanged":
-          await stack.preview();
-          break;
-        case "up":
-          await stack.up();
-          break;
-        case "destroy":
-          await stack.destroy();
-          break;
+      const repeats = operation === "preview" || operation === "preview-unchanged" ? (options.previewRepeats ?? 1) : 1;
+      const times: number[] = [];
+      const cpus: Array<EngineRun["cpuSeconds"][Operation]> = [];
+      for (let repeat = 0; repeat < repeats; repeat++) {
+        const watch = watchPulumiProcesses();
+        const started = performance.now();
+        switch (operation) {
+          case "preview":
+          case "preview-unchanged":
+            await stack.preview();
+            break;
+          case "up":
+            await stack.up();
+            break;
+          case "destroy":
+            await stack.destroy();
+            break;
+        }
+        const elapsed = (performance.now() - started) / 1000;
+        const cost = watch.stop();
+        const c = { engine: cost.engineCpuSeconds, provider: cost.providerCpuSeconds, program: cost.programCpuSeconds };
+        times.push(elapsed);
+        cpus.push(c);
+        if (operation === "up") providerPeakBytes = cost.providerPeakBytes;
+        options.log(
+          `  ${kind.padEnd(12)} N=${String(n).padStart(4)} ${operation.padEnd(17)} ${elapsed.toFixed(2).padStart(7)} s` +
+            `   cpu s: engine ${c.engine.toFixed(1)}, provider ${c.provider.toFixed(1)}, program ${c.program.toFixed(1)}`,
+        );
       }
-      seconds[operation] = (performance.now() - started) / 1000;
-      const cost = watch.stop();
-      cpuSeconds[operation] = { engine: cost.engineCpuSeconds, provider: cost.providerCpuSeconds, program: cost.programCpuSeconds };
-      if (operation === "up") providerPeakBytes = cost.providerPeakBytes;
+      samples[operation] = times;
+      seconds[operation] = median(times);
+      const part = (key: "engine" | "provider" | "program"): number => median(cpus.map((c) => c[key]));
+      cpuSeconds[operation] = { engine: part("engine"), provider: part("provider"), program: part("program") };
       if (operation === "up") bytes = stateBytesPerResource(backendDir, kind === "ours" ? USER_GROUP_TYPE : FLOOR_TYPE, n);
-      if (kind === "ours") requests[operation] = await takeRequestCounts(options.server, n);
-      const c = cpuSeconds[operation];
-      options.log(
-        `  ${kind.padEnd(12)} N=${String(n).padStart(4)} ${operation.padEnd(17)} ${seconds[operation].toFixed(2).padStart(7)} s` +
-          `   cpu s: engine ${c.engine.toFixed(1)}, provider ${c.provider.toFixed(1)}, program ${c.program.toFixed(1)}`,
-      );
+      if (kind === "ours") requests[operation] = await takeRequestCounts(options.server, n * repeats);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -181,6 +204,7 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
     kind,
     n,
     seconds,
+    samples,
     stateBytesPerResource: bytes,
     providerPeakBytes,
     cpuSeconds,
@@ -188,19 +212,35 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
   };
 }
 
-/** Repetitions of one kind at one N as one run: the median time of each operation, the largest peak memory. */
+/**
+ * Repetitions of one kind at one N as one run: the median and range of every
+ * timed run of each operation, the median CPU, the largest peak memory.
+ */
 export function mergeRuns(reps: readonly EngineRun[]): EngineRun {
   const first = reps[0];
   if (first === undefined) throw new Error("mergeRuns: no runs");
   const seconds = {} as Record<Operation, number>;
+  const secondsRange: Partial<Record<Operation, readonly [number, number]>> = {};
+  const samples = {} as Record<Operation, readonly number[]>;
   const cpuSeconds = {} as EngineRun["cpuSeconds"];
   for (const operation of OPERATIONS) {
-    seconds[operation] = median(reps.map((r) => r.seconds[operation]));
+    const times = reps.flatMap((r) => r.samples?.[operation] ?? [r.seconds[operation]]);
+    samples[operation] = times;
+    seconds[operation] = median(times);
+    if (times.length > 1) secondsRange[operation] = [Math.min(...times), Math.max(...times)];
     const part = (key: "engine" | "provider" | "program"): number => median(reps.map((r) => r.cpuSeconds[operation][key]));
     cpuSeconds[operation] = { engine: part("engine"), provider: part("provider"), program: part("program") };
   }
   const peaks = reps.map((r) => r.providerPeakBytes).filter((p): p is number => p !== undefined);
-  return { ...first, seconds, cpuSeconds, providerPeakBytes: peaks.length > 0 ? Math.max(...peaks) : undefined };
+  return {
+    ...first,
+    seconds,
+    ...(Object.keys(secondsRange).length > 0 ? { secondsRange } : {}),
+    repetitions: reps.length,
+    samples,
+    cpuSeconds,
+    providerPeakBytes: peaks.length > 0 ? Math.max(...peaks) : undefined,
+  };
 }
 
 /**
@@ -215,6 +255,7 @@ export async function compareEngine(
   log: (line: string) => void,
   env: Record<string, string> = {},
   kinds: readonly Kind[] = KINDS,
+  previewRepeats = 1,
 ): Promise<EngineRun[]> {
   // A journal large enough to count every request of the largest operation.
   const server = await startServerThread("fake", Math.max(...ns) * 8);
@@ -225,7 +266,7 @@ export async function compareEngine(
       for (let rep = 0; rep < reps(n); rep++) {
         // In order on even repetitions, reversed on odd ones: a load change on the machine hits all alike.
         const order = rep % 2 === 0 ? kinds : [...kinds].reverse();
-        for (const kind of order) byKind.get(kind)!.push(await runEngine(kind, n, { workRoot, server, log, env }));
+        for (const kind of order) byKind.get(kind)!.push(await runEngine(kind, n, { workRoot, server, log, env, previewRepeats }));
       }
       for (const kind of kinds) runs.push(mergeRuns(byKind.get(kind)!));
     }

@@ -119,7 +119,14 @@ export function engineTable(runs: readonly EngineRun[], against: FloorKind = "fl
   );
 }
 
-/** Ours against both floors side by side: wall times and the two ratios. */
+/** A median wall time with the fastest and slowest repetition, e.g. "2.90 (2.85–3.53)". */
+function timeWithRange(run: EngineRun | undefined, operation: Operation): string {
+  if (run === undefined) return "–";
+  const range = run.secondsRange?.[operation];
+  return range === undefined ? fixed(run.seconds[operation]) : `${fixed(run.seconds[operation])} (${fixed(range[0])}–${fixed(range[1])})`;
+}
+
+/** Ours against both floors side by side: wall times (median, and range over the repetitions) and the two ratios. */
 export function ratioTable(runs: readonly EngineRun[]): string {
   const rows: string[][] = [];
   for (const operation of OPERATIONS) {
@@ -132,9 +139,9 @@ export function ratioTable(runs: readonly EngineRun[]): string {
       rows.push([
         operation,
         String(n),
-        fixed(f),
-        fixed(fs),
-        fixed(o),
+        timeWithRange(floor, operation),
+        timeWithRange(floorShaped, operation),
+        timeWithRange(ours, operation),
         `${fixed(ratio)} ${mark(ratio <= GOALS.engineRatio)}`,
         ratioSecret === undefined ? "–" : `${fixed(ratioSecret)} ${mark(ratioSecret <= GOALS.engineRatio)}`,
       ]);

@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--only servers,client,engine] [--n 10,100] [--reps 3] [--out DIR] [--skip-checkpoints]
+// npm run bench [-- --quick] [--only servers,client,engine] [--n 10,100] [--reps 3] [--preview-reps 3] [--out DIR] [--skip-checkpoints]
 // Runs every benchmark of the package side by side with its reference, on
 // this machine, in one run:
 //   servers  fake server vs bare node:http (bench/fake-server.ts)
@@ -36,6 +36,8 @@ interface Settings {
   readonly ns: readonly number[];
   /** Repetitions of each kind at each N (the median is reported). */
   readonly reps: (n: number) => number;
+  /** How many times each preview runs per stack (previews change nothing: cheap extra samples). */
+  readonly previewRepeats: number;
   readonly serverSeconds: number;
   readonly clientSeconds: number;
   readonly clientRounds: number;
@@ -61,6 +63,7 @@ function settingsFrom(argv: readonly string[], env: NodeJS.ProcessEnv): Settings
     chartDir: valueOf("--out") !== undefined || quick ? outDir : path.join(REPO_ROOT, "docs"),
     ns: nsText !== undefined ? nsText.split(",").map(Number) : quick ? [10, 50] : [10, 100, 1000],
     reps: (n) => Number(valueOf("--reps") ?? (quick ? 1 : n >= 1000 ? 3 : 5)),
+    previewRepeats: Number(valueOf("--preview-reps") ?? (quick ? 1 : 3)),
     serverSeconds: quick ? 2 : 5,
     clientSeconds: quick ? 2 : 5,
     clientRounds: quick ? 1 : 3,
@@ -124,6 +127,8 @@ async function main(): Promise<void> {
     results.engine = await compareEngine(settings.ns, settings.reps, path.join(REPO_ROOT, ".work", "bench-engine"),
       log,
       settings.skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {},
+      undefined,
+      settings.previewRepeats,
     );
     load["engine"] = [before, load1()];
     log(ratioTable(results.engine));

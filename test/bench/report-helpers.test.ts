@@ -1,7 +1,7 @@
 // The SVG chart and Markdown table helpers of `npm run bench` (bench/), which
 // write docs/performance figures: well-formed output from plain numbers.
 import { describe, expect, it } from "vitest";
-import type { EngineRun } from "../../bench/engine-vs-floor";
+import { type EngineRun, mergeRuns } from "../../bench/engine-vs-floor";
 import { engineCharts, engineTable, ratioTable } from "../../bench/report";
 import { lineChart, niceStep } from "../../bench/svg-chart";
 
@@ -65,5 +65,27 @@ describe("bench report helpers", () => {
     expect(engineTable(runs, "floor-shaped")).toBe("");
     expect(ratioTable(runs)).toContain("| up | 10 | 0.10 | – | 0.11 | 1.10 ✓ | – |");
     expect(engineCharts(runs).get("perf-up.svg")?.match(/<polyline /g)).toHaveLength(2);
+  });
+
+  it("reports the median of the repetitions and the fastest and slowest of them", () => {
+    const merged = mergeRuns([run("ours", 10, 0.3), run("ours", 10, 0.1), run("ours", 10, 0.2)]);
+    expect(merged.seconds.up).toBeCloseTo(2);
+    expect(merged.secondsRange?.up?.[0]).toBeCloseTo(1);
+    expect(merged.secondsRange?.up?.[1]).toBeCloseTo(3);
+    expect(merged.repetitions).toBe(3);
+    expect(ratioTable([run("floor", 10, 0.1), merged])).toContain("| up | 10 | 1.00 | – | 2.00 (1.00–3.00) | 2.00 ✗ | – |");
+    // A single run has no range.
+    expect(mergeRuns([run("ours", 10, 0.1)]).secondsRange).toBeUndefined();
+  });
+
+  it("pools repeated previews of every repetition into one median and range", () => {
+    const withPreviews = (samples: number[]): EngineRun => ({ ...run("ours", 10, 0.1), samples: { preview: samples, up: [1], "preview-unchanged": samples, destroy: [1] } });
+    const merged = mergeRuns([withPreviews([1, 2, 3]), withPreviews([4])]);
+    expect(merged.seconds.preview).toBe(2.5);
+    expect(merged.secondsRange?.preview).toEqual([1, 4]);
+    expect(merged.secondsRange?.up).toEqual([1, 1]);
+    // An operation that ran once has no range.
+    expect(mergeRuns([withPreviews([1, 2, 3])]).secondsRange?.up).toBeUndefined();
+    expect(merged.samples?.preview).toEqual([1, 2, 3, 4]);
   });
 });
