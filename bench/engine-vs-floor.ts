@@ -62,9 +62,8 @@ const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";
  * engine runs in a fresh Node process for every preview and up (so loading
  * @pulumi/pulumi, and our package for ours, is part of each operation, as in
  * `pulumi up`). The no-op providers capture nothing, so Pulumi serializes them
- * small; the shaped floor's token is 64 characters, different per resource,
- * from a provider of the same size as the plain one, so that the two floors
- * store the same bytes but for the secret.
+ * small (but still twice per resource). The shaped floor's token is 64
+ * characters and different per resource, as a real token is.
  */
 export function programSource(kind: Kind, n: number, prefix: string): string {
   const declare =

@@ -2,7 +2,7 @@
 // process. It is loaded there by name (see provider-shell.ts), never serialized,
 // so refresh and destroy always run the installed package's code. Each method
 // is a thin shell over the plain functions in ../logic.
-import { saveCompileCache } from "../compile-cache";
+import { saveCompileCache } from "../compile-cache"; // first: it covers the modules loaded after it
 import type * as pulumi from "@pulumi/pulumi";
 import type { UserGroupsClient } from "../client/http-client";
 import { tuningFromEnv } from "../client/tuning";
