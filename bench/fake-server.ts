@@ -1,6 +1,6 @@
 // Throughput of GET on an existing group: the fake server against a bare node:http
 // server that parses the same JSON and answers the same shape.
-//   npm run bench:fake-server            (BENCH_SECONDS=5 by default)
+//   npm run bench:fake-server            (BENCH_SECONDS=5, BENCH_ROUNDS=3 by default)
 // `compareServers` is also run by bench/run.ts (npm run bench).
 // Each server runs in its own worker thread so the load generator (main thread,
 // undici Pool with 32 keep-alive connections) does not share its event loop.
@@ -97,6 +97,7 @@ export async function startServerThread(role: Role, journalSize?: number): Promi
   return { url, worker, close: async () => void (await worker.terminate()) };
 }
 
+/** One round: a fresh server thread, the measured group created, a warm-up, then `seconds` of load. */
 async function measure(role: Role, seconds: number): Promise<Result> {
   const { url, worker, close } = await startServerThread(role);
   try {
@@ -117,6 +118,10 @@ async function measure(role: Role, seconds: number): Promise<Result> {
   }
 }
 
+function best(a: Result | undefined, b: Result): Result {
+  return a === undefined || b.requests / b.seconds > a.requests / a.seconds ? b : a;
+}
+
 function row(name: string, r: Result): string {
   const rps = r.requests / r.seconds;
   return `${name.padEnd(22)} ${rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   server ${(r.serverUsPerRequest ?? NaN).toFixed(1).padStart(6)} µs/req   errors ${r.errors}`;
@@ -125,6 +130,8 @@ function row(name: string, r: Result): string {
 export interface ServerComparison {
   readonly connections: number;
   readonly seconds: number;
+  /** Alternating rounds per server; the best round of each is kept. */
+  readonly rounds?: number;
   readonly bare: Result;
   readonly fake: Result;
   /** Requests per second, fake / bare (goal >= 0.90). */
@@ -133,13 +140,23 @@ export interface ServerComparison {
   readonly costRatio: number;
 }
 
-/** Both servers, one after the other, `seconds` of load each. */
-export async function compareServers(seconds: number): Promise<ServerComparison> {
-  const bare = await measure("bare", seconds);
-  const fake = await measure("fake", seconds);
+/**
+ * Both servers, `rounds` rounds of `seconds` of load each, alternating (bare,
+ * fake, bare, fake, ...); the best round of each: the one least disturbed by
+ * other work on the machine, whose speed drifts over minutes.
+ */
+export async function compareServers(seconds: number, rounds = 1): Promise<ServerComparison> {
+  let bare: Result | undefined;
+  let fake: Result | undefined;
+  for (let round = 0; round < rounds; round++) {
+    bare = best(bare, await measure("bare", seconds));
+    fake = best(fake, await measure("fake", seconds));
+  }
+  if (bare === undefined || fake === undefined) throw new Error("rounds must be at least 1");
   return {
     connections: CONNECTIONS,
     seconds,
+    rounds,
     bare,
     fake,
     throughputRatio: fake.requests / fake.seconds / (bare.requests / bare.seconds),
@@ -149,8 +166,9 @@ export async function compareServers(seconds: number): Promise<ServerComparison>
 
 async function main(): Promise<void> {
   const seconds = Number(process.env["BENCH_SECONDS"] ?? "5");
-  process.stdout.write(`GET /api/user on an existing group, ${CONNECTIONS} keep-alive connections, ${seconds}s each\n`);
-  const result = await compareServers(seconds);
+  const rounds = Number(process.env["BENCH_ROUNDS"] ?? "3");
+  process.stdout.write(`GET /api/user on an existing group, ${CONNECTIONS} keep-alive connections, ${rounds} alternating rounds of ${seconds}s each\n`);
+  const result = await compareServers(seconds, rounds);
   process.stdout.write(`${row("bare node:http", result.bare)}\n`);
   process.stdout.write(`${row("fake server", result.fake)}\n`);
   process.stdout.write(`ratio fake/bare: ${result.throughputRatio.toFixed(2)}x (goal >= 0.90x)\n`);

@@ -40,7 +40,7 @@ interface Settings {
   readonly previewRepeats: number;
   readonly serverSeconds: number;
   readonly clientSeconds: number;
-  readonly clientRounds: number;
+  readonly loadRounds: number;
   /** Run the engine with PULUMI_SKIP_CHECKPOINTS=true (no state write per step, only at the end). */
   readonly skipCheckpoints: boolean;
 }
@@ -66,7 +66,7 @@ function settingsFrom(argv: readonly string[], env: NodeJS.ProcessEnv): Settings
     previewRepeats: Number(valueOf("--preview-reps") ?? (quick ? 1 : 3)),
     serverSeconds: quick ? 2 : 5,
     clientSeconds: quick ? 2 : 5,
-    clientRounds: quick ? 1 : 3,
+    loadRounds: quick ? 1 : 3,
     skipCheckpoints: argv.includes("--skip-checkpoints"),
   };
 }
@@ -108,16 +108,16 @@ async function main(): Promise<void> {
   log(`bench (${results.mode}): ${settings.parts.join(", ")}; ${os.availableParallelism()} CPUs, load ${load1().toFixed(1)}`);
   if (process.env["BENCH_FLOOR_SECRET"] === "1") log("BENCH_FLOOR_SECRET=1 is no longer needed: the floor of a UserGroup's shape, secret token included, is measured in every run (\"shaped floor\")");
   if (settings.parts.includes("servers")) {
-    log(`\n# fake server vs bare node:http (${settings.serverSeconds}s each)`);
+    log(`\n# fake server vs bare node:http (${settings.loadRounds} alternating rounds of ${settings.serverSeconds}s each)`);
     const before = load1();
-    results.servers = await compareServers(settings.serverSeconds);
+    results.servers = await compareServers(settings.serverSeconds, settings.loadRounds);
     load["servers"] = [before, load1()];
     log(serversTable(results.servers));
   }
   if (settings.parts.includes("client")) {
-    log(`\n# UserGroupsClient vs raw undici.request (32 in flight, ${settings.clientRounds} x ${settings.clientSeconds}s each)`);
+    log(`\n# UserGroupsClient vs raw undici.request (32 in flight, ${settings.loadRounds} x ${settings.clientSeconds}s each)`);
     const before = load1();
-    results.client = await compareClients({ seconds: settings.clientSeconds, rounds: settings.clientRounds, inFlight: 32 });
+    results.client = await compareClients({ seconds: settings.clientSeconds, rounds: settings.loadRounds, inFlight: 32 });
     load["client"] = [before, load1()];
     log(clientTable(results.client));
   }
