@@ -14,6 +14,7 @@ import {
   failureOf,
   FAST_RETRIES,
   groupsOf,
+  placesToScan,
   readBackendFiles,
   type ReliabilityServer,
   TESTING_KEY,
@@ -122,11 +123,7 @@ describe("access through a stack", () => {
 
   it("keeps every token and key out of the state, the output and the server's log", () => {
     rs.sample();
-    const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
-    for (const gs of stacks) {
-      places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
-      places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
-    }
+    const places = placesToScan(rs, stacks);
     expectNoSecrets(places, [...rs.tokens, ...API_KEYS]);
   });
 });

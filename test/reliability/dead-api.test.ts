@@ -12,7 +12,7 @@ import {
   failureOf,
   FAST_RETRIES,
   groupsOf,
-  readBackendFiles,
+  placesToScan,
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
@@ -73,11 +73,7 @@ describe("a dead API", () => {
 
   it("leaves no token and no API key in the state, the output or the server's log", () => {
     rs.sample();
-    const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
-    for (const gs of stacks) {
-      places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
-      places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
-    }
+    const places = placesToScan(rs, stacks);
     expect(rs.tokens.size).toBeGreaterThanOrEqual(2);
     expectNoSecrets(places, [...rs.tokens, CUSTOMER_KEY]);
   });

@@ -17,7 +17,7 @@ import {
   expectNoSecrets,
   FAST_RETRIES,
   groupsOf,
-  readBackendFiles,
+  placesToScan,
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
@@ -80,11 +80,7 @@ export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void
 
     it("leaves no token and no API key in the state, the engine output, the debug logs or the server's log and journal", () => {
       rs.sample();
-      const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
-      for (const gs of stacks) {
-        places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
-        places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
-      }
+      const places = placesToScan(rs, stacks);
       // The debug lines were really captured (else this scan would prove nothing about them).
       expect(stacks.every((gs) => gs.output.join("").includes("[user-groups]"))).toBe(true);
       expect(rs.tokens.size).toBeGreaterThanOrEqual(cases.length * GROUPS * 2);

@@ -150,6 +150,19 @@ export function readBackendFiles(backendDir: string): string {
   return parts.join("\n");
 }
 
+/**
+ * Every place a secret could leak to, by name: the server's log and journal,
+ * and each stack's backend files and engine output.
+ */
+export function placesToScan(rs: ReliabilityServer, stacks: readonly GroupStack[]): Record<string, string> {
+  const places: Record<string, string> = { "server log": rs.log.join("\n"), "server journal": JSON.stringify(rs.server.journal()) };
+  for (const gs of stacks) {
+    places[`${gs.handle.env.backendDir} files`] = readBackendFiles(gs.handle.env.backendDir);
+    places[`${gs.handle.env.workDir} engine output`] = gs.output.join("");
+  }
+  return places;
+}
+
 /** Fails naming where a secret was found (never the secret itself). */
 export function expectNoSecrets(places: Record<string, string>, secrets: Iterable<string>): void {
   const found: string[] = [];
