@@ -1,6 +1,7 @@
 // The UserGroup resource as a Pulumi program declares it (CONTRACT.md).
 import * as pulumi from "@pulumi/pulumi";
 import type { Environment, JsonValue } from "../wire/schemas";
+import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
 
 /** Pulumi runs this type with its Node.js dynamic-provider plugin (as pulumi.dynamic.Resource does). */
@@ -53,9 +54,15 @@ export class UserGroup extends pulumi.CustomResource {
       providedId: undefined,
       apiEnvironmentTag: undefined,
     };
-    super(USER_GROUP_TYPE, name, { ...props, __provider: PROVIDER_MODULE_TEXT }, {
-      ...opts,
-      additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "token"],
-    });
+    // The SDK registers synchronously inside super(); see promise-stacks.ts.
+    const restoreStackFormatting = skipPulumiPromiseStacks();
+    try {
+      super(USER_GROUP_TYPE, name, { ...props, __provider: PROVIDER_MODULE_TEXT }, {
+        ...opts,
+        additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "token"],
+      });
+    } finally {
+      restoreStackFormatting();
+    }
   }
 }

@@ -21,9 +21,14 @@ describe.concurrent("examples", { timeout: 360_000 }, () => {
       apiKeys: [CUSTOMER],
       config: (server) => defaultCredentials(server.url),
       creates: 1,
-      verifyUp: async ({ server, outputs }) => {
+      verifyUp: async ({ server, stack, outputs }) => {
         const out = await outputs();
         expect(out.token).toMatchObject({ secret: true, value: server.groups()[0]?.token });
+        // Where the group is declared, as Pulumi records it: the TypeScript line, through
+        // source maps, though UserGroup skips formatting the SDK's promise stacks.
+        const state = await stack.exportStack();
+        const group = state.deployment.resources.find((r: { type: string }) => r.type.endsWith(":UserGroup"));
+        expect(group?.sourcePosition).toMatch(/\/index\.ts#7,\d+$/);
         expect(out.environment?.value).toBe("Customer");
         expect(server.groups()[0]).toMatchObject({ name: "Acme Corp", mapping: { sales: "warehouse-eu" }, properties: { region: "eu", seats: 40 } });
       },
