@@ -1,6 +1,6 @@
 // Throughput of GET on an existing group: the fake server against a bare node:http
 // server that parses the same JSON and answers the same shape.
-//   npm run bench:fake-server            (BENCH_SECONDS=5, BENCH_ROUNDS=3 by default)
+//   npm run bench:fake-server            (BENCH_SECONDS=5, BENCH_ROUNDS=5 by default)
 // `compareServers` is also run by bench/run.ts (npm run bench).
 // Each server runs in its own worker thread so the load generator (main thread,
 // undici Pool with 32 keep-alive connections) does not share its event loop.
@@ -118,60 +118,87 @@ async function measure(role: Role, seconds: number): Promise<Result> {
   }
 }
 
-function best(a: Result | undefined, b: Result): Result {
-  return a === undefined || b.requests / b.seconds > a.requests / a.seconds ? b : a;
+function rps(r: Result): number {
+  return r.requests / r.seconds;
 }
 
 function row(name: string, r: Result): string {
-  const rps = r.requests / r.seconds;
-  return `${name.padEnd(22)} ${rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   server ${(r.serverUsPerRequest ?? NaN).toFixed(1).padStart(6)} µs/req   errors ${r.errors}`;
+  return `${name.padEnd(22)} ${rps(r).toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   server ${(r.serverUsPerRequest ?? NaN).toFixed(1).padStart(6)} µs/req   errors ${r.errors}`;
+}
+
+/** Both servers measured one after the other. */
+export interface ServerRound {
+  readonly bare: Result;
+  readonly fake: Result;
+  /** Requests per second, fake / bare, within this round. */
+  readonly ratio: number;
 }
 
 export interface ServerComparison {
   readonly connections: number;
   readonly seconds: number;
-  /** Alternating rounds per server; the best round of each is kept. */
-  readonly rounds?: number;
+  readonly rounds: number;
+  /** The median round (by its ratio): what the table shows. */
   readonly bare: Result;
   readonly fake: Result;
-  /** Requests per second, fake / bare (goal >= 0.90). */
+  /** Requests per second, fake / bare, of the median round (goal >= 0.90). */
   readonly throughputRatio: number;
-  /** Server busy time per request, bare / fake (1.00 = same work per request). */
+  /** Every round's ratio, in the order measured. */
+  readonly roundRatios: readonly number[];
+  /** Server busy time per request, bare / fake, of the median round (1.00 = same work per request). */
   readonly costRatio: number;
 }
 
+/** The round whose ratio is the median (the upper one of an even count). */
+export function medianRound(rounds: readonly ServerRound[]): ServerRound {
+  const sorted = [...rounds].sort((a, b) => a.ratio - b.ratio);
+  const middle = sorted[Math.floor(sorted.length / 2)];
+  if (middle === undefined) throw new Error("rounds must be at least 1");
+  return middle;
+}
+
 /**
- * Both servers, `rounds` rounds of `seconds` of load each, alternating (bare,
- * fake, bare, fake, ...); the best round of each: the one least disturbed by
- * other work on the machine, whose speed drifts over minutes.
+ * Both servers, `rounds` rounds of `seconds` of load each. Within a round the
+ * two run back to back, in alternating order (bare first, then fake first, ...),
+ * and are compared with each other: this machine's speed drifts by a third over
+ * minutes, so a ratio within one round is steadier than the best of each over
+ * several. The median round is reported, with every round's ratio.
  */
 export async function compareServers(seconds: number, rounds = 1): Promise<ServerComparison> {
-  let bare: Result | undefined;
-  let fake: Result | undefined;
+  const measured: ServerRound[] = [];
   for (let round = 0; round < rounds; round++) {
-    bare = best(bare, await measure("bare", seconds));
-    fake = best(fake, await measure("fake", seconds));
+    let bare: Result;
+    let fake: Result;
+    if (round % 2 === 0) {
+      bare = await measure("bare", seconds);
+      fake = await measure("fake", seconds);
+    } else {
+      fake = await measure("fake", seconds);
+      bare = await measure("bare", seconds);
+    }
+    measured.push({ bare, fake, ratio: rps(fake) / rps(bare) });
   }
-  if (bare === undefined || fake === undefined) throw new Error("rounds must be at least 1");
+  const median = medianRound(measured);
   return {
     connections: CONNECTIONS,
     seconds,
     rounds,
-    bare,
-    fake,
-    throughputRatio: fake.requests / fake.seconds / (bare.requests / bare.seconds),
-    costRatio: (bare.serverUsPerRequest ?? NaN) / (fake.serverUsPerRequest ?? NaN),
+    bare: median.bare,
+    fake: median.fake,
+    throughputRatio: median.ratio,
+    roundRatios: measured.map((r) => r.ratio),
+    costRatio: (median.bare.serverUsPerRequest ?? NaN) / (median.fake.serverUsPerRequest ?? NaN),
   };
 }
 
 async function main(): Promise<void> {
   const seconds = Number(process.env["BENCH_SECONDS"] ?? "5");
-  const rounds = Number(process.env["BENCH_ROUNDS"] ?? "3");
-  process.stdout.write(`GET /api/user on an existing group, ${CONNECTIONS} keep-alive connections, ${rounds} alternating rounds of ${seconds}s each\n`);
+  const rounds = Number(process.env["BENCH_ROUNDS"] ?? "5");
+  process.stdout.write(`GET /api/user on an existing group, ${CONNECTIONS} keep-alive connections, ${rounds} rounds of ${seconds}s of each\n`);
   const result = await compareServers(seconds, rounds);
   process.stdout.write(`${row("bare node:http", result.bare)}\n`);
   process.stdout.write(`${row("fake server", result.fake)}\n`);
-  process.stdout.write(`ratio fake/bare: ${result.throughputRatio.toFixed(2)}x (goal >= 0.90x)\n`);
+  process.stdout.write(`ratio fake/bare: ${result.throughputRatio.toFixed(2)}x of the median round (goal >= 0.90x); rounds: ${result.roundRatios.map((r) => r.toFixed(2)).join(", ")}\n`);
   process.stdout.write(`server cost ratio bare/fake: ${result.costRatio.toFixed(2)}x (1.00x = same work per request)\n`);
 }
 

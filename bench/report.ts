@@ -43,7 +43,9 @@ export function serversTable(s: ServerComparison): string {
       ["bare node:http", fixed(s.bare.requests / s.bare.seconds, 0), fixed(s.bare.p50), fixed(s.bare.p99), fixed(s.bare.serverUsPerRequest, 1), String(s.bare.errors)],
       ["fake server", fixed(s.fake.requests / s.fake.seconds, 0), fixed(s.fake.p50), fixed(s.fake.p99), fixed(s.fake.serverUsPerRequest, 1), String(s.fake.errors)],
     ],
-  ) + `\n\nThroughput fake/bare: **${fixed(s.throughputRatio)}x** (goal >= ${GOALS.serverRatio}x ${mark(s.throughputRatio >= GOALS.serverRatio)}); server cost per request bare/fake: ${fixed(s.costRatio)}x.`;
+  ) +
+    `\n\nThroughput fake/bare: **${fixed(s.throughputRatio)}x** (goal >= ${GOALS.serverRatio}x ${mark(s.throughputRatio >= GOALS.serverRatio)}), the median of ${s.rounds} rounds; ` +
+    `every round: ${s.roundRatios.map((r) => fixed(r)).join(", ")}. Server cost per request bare/fake: ${fixed(s.costRatio)}x.`;
 }
 
 export function clientTable(c: ClientComparison): string {

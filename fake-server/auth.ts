@@ -62,6 +62,27 @@ export class KeyRing {
   }
 }
 
+/**
+ * A keep-alive client sends the same Authorization header on every request of a
+ * connection, so each connection's last header and its result are remembered:
+ * the presented key is hashed once per connection, not once per request. A hit
+ * compares the header with the one this same connection sent before, never with
+ * a configured key, so it tells a caller nothing it did not send itself.
+ */
+export class ConnectionAuth {
+  private readonly last = new WeakMap<object, { header: string | undefined; result: AuthResult }>();
+
+  constructor(private readonly keys: KeyRing) {}
+
+  authenticate(connection: object, header: string | undefined): AuthResult {
+    const seen = this.last.get(connection);
+    if (seen !== undefined && seen.header === header) return seen.result;
+    const result = this.keys.authenticate(header);
+    this.last.set(connection, { header, result });
+    return result;
+  }
+}
+
 /** Constant-time comparison of two secrets of any length (used for the admin token). */
 export function secretEquals(a: string, b: string): boolean {
   return timingSafeEqual(sha256(a), sha256(b));

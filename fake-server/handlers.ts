@@ -31,11 +31,12 @@ export function parseBody(raw: Buffer): JsonObject {
   } catch {
     throw new ApiError(400, "invalid_json", "request body is not valid UTF-8");
   }
-  if (text.trim() === "") throw new ApiError(400, "invalid_body", "request body must be a JSON object, got an empty body");
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
+    // Only a failed parse can be an empty body: the common case skips the trim.
+    if (text.trim() === "") throw new ApiError(400, "invalid_body", "request body must be a JSON object, got an empty body");
     throw new ApiError(400, "invalid_json", "request body is not valid JSON");
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {

@@ -6,6 +6,7 @@ import { ApiError, errorBody } from "./errors.js";
 /** `application/json`, optionally with a UTF-8 charset parameter (W2); other parameters are ignored. */
 export function isJsonContentType(header: string | undefined): boolean {
   if (header === undefined) return false;
+  if (header === "application/json") return true; // what nearly every client sends
   const [type = "", ...params] = header.split(";");
   if (type.trim().toLowerCase() !== "application/json") return false;
   for (const param of params) {
@@ -70,7 +71,8 @@ export function readBody(req: IncomingMessage, res?: ServerResponse, limit = MAX
       chunks.push(chunk);
     };
     const onEnd = (): void => {
-      cleanup();
+      // No cleanup: nothing follows 'end' but a late error, which must still find a
+      // listener, and settling a settled promise does nothing.
       resolve(chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks, size));
     };
     const onGone = (): void => {

@@ -26,9 +26,19 @@ export interface JournalEntry {
   durationMs: number;
 }
 
-/** An entry as recorded, before redaction; `presentedKey` is any key sent, valid or not. */
-export interface RawJournalEntry extends JournalEntry {
+/**
+ * An entry as recorded, before redaction; `presentedKey` is any key sent, valid
+ * or not. The time is kept as a number and formatted when read: the hot path
+ * pays for no date string.
+ */
+export interface RawJournalEntry extends Omit<JournalEntry, "time"> {
+  /** When the request arrived, in milliseconds since the epoch. */
+  startedAt: number;
   presentedKey?: string;
+}
+
+export function isoTime(epochMs: number): string {
+  return new Date(epochMs).toISOString();
 }
 
 export class Journal {
@@ -52,8 +62,9 @@ export class Journal {
     const ordered = [...this.entries.slice(this.start), ...this.entries.slice(0, this.start)];
     return ordered.map((raw) => {
       const secrets = raw.presentedKey === undefined ? keys : [...keys, raw.presentedKey];
-      const { presentedKey: _omit, ...entry } = raw;
+      const { presentedKey: _omit, startedAt, ...entry } = raw;
       return {
+        time: isoTime(startedAt),
         ...entry,
         path: redactString(entry.path, secrets),
         body: redactJson(entry.body, secrets),

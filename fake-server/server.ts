@@ -10,12 +10,12 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_PATH, type ApiMethod } from "../provider/wire/schemas.js";
 import { ADMIN_PREFIX, handleAdmin, type AdminActions } from "./admin.js";
-import { KeyRing, type ApiKey, type ApiKeyConfig } from "./auth.js";
+import { ConnectionAuth, KeyRing, type ApiKey, type ApiKeyConfig } from "./auth.js";
 import { ApiError, errorBody } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
 import { assertMayCall, parseBody, runOperation, subjectId, type JsonObject, type SuccessBody } from "./handlers.js";
 import { ClientGone, isJsonContentType, pathOf, readBody, sendError, sendJson } from "./http.js";
-import { Journal, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
+import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { isLoopbackHost, resolveOptions, type FakeServerOptions, type LogSink } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
@@ -69,6 +69,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     );
   }
   const keys = new KeyRing(opts.apiKeys);
+  const connectionAuth = new ConnectionAuth(keys);
   const store = new Store();
   const journal = new Journal(opts.journalSize);
   const faults = new FaultTable();
@@ -113,7 +114,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     if (!isApiMethod(method)) {
       throw new ApiError(405, "method_not_allowed", `${API_PATH} accepts ${ALLOW}`, { Allow: ALLOW });
     }
-    const auth = keys.authenticate(req.headers.authorization);
+    const auth = connectionAuth.authenticate(req.socket, req.headers.authorization);
     if (!auth.ok) {
       if (auth.presented !== undefined) entry.presentedKey = auth.presented;
       const why = auth.reason === "missing" ? "is missing" : auth.reason === "malformed" ? "must be `Token <API_KEY>`" : "holds an unknown API key";
@@ -180,7 +181,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     const path = pathOf(req.url);
     const method = req.method ?? "";
     const isAdmin = path.startsWith(ADMIN_PREFIX);
-    const entry: RawJournalEntry = { time: new Date().toISOString(), method, path, status: null, body: null, durationMs: 0 };
+    const entry: RawJournalEntry = { startedAt: Date.now(), method, path, status: null, body: null, durationMs: 0 };
     try {
       if (isAdmin) {
         entry.status = await handleAdmin(req, res, path, actions, opts.adminToken);
@@ -215,7 +216,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
       // Admin traffic and the OpenAPI document stay out of the journal: it records API calls.
       if (!isAdmin && path !== "/openapi.json") journal.add(entry);
       log?.(
-        `${entry.time} ${method} ${redactString(path, keys.secrets)} ${entry.status ?? "-"} ${entry.durationMs}ms ${entry.environment ?? "-"}`,
+        `${isoTime(entry.startedAt)} ${method} ${redactString(path, keys.secrets)} ${entry.status ?? "-"} ${entry.durationMs}ms ${entry.environment ?? "-"}`,
       );
       inFlight -= 1;
       if (inFlight === 0) idle?.();

@@ -22,14 +22,26 @@ export function charCount(value: string): number {
   return count;
 }
 
+/**
+ * Whether `value` has `min` to `max` code points. A string has at least half as
+ * many code points as UTF-16 units and at most as many, so most strings are
+ * settled by their length without counting.
+ */
+export function hasCharCountBetween(value: string, min: number, max: number): boolean {
+  if (Math.ceil(value.length / 2) >= min && value.length <= max) return true;
+  if (value.length < min || Math.ceil(value.length / 2) > max) return false;
+  const count = charCount(value);
+  return count >= min && count <= max;
+}
+
 export const nameSchema = z
   .string()
-  .refine((s) => charCount(s) >= 1 && charCount(s) <= MAX_NAME_CHARS, {
+  .refine((s) => hasCharCountBetween(s, 1, MAX_NAME_CHARS), {
     message: `must be 1 to ${MAX_NAME_CHARS} characters`,
   })
   .refine((s) => s.trim().length > 0, { message: "must not be blank" });
 
-export const userGroupIdSchema = z.string().refine((s) => charCount(s) >= 1 && charCount(s) <= MAX_ID_CHARS, {
+export const userGroupIdSchema = z.string().refine((s) => hasCharCountBetween(s, 1, MAX_ID_CHARS), {
   message: `must be 1 to ${MAX_ID_CHARS} characters`,
 });
 

@@ -2,7 +2,8 @@
 // write docs/performance figures: well-formed output from plain numbers.
 import { describe, expect, it } from "vitest";
 import { type EngineRun, mergeRuns } from "../../bench/engine-vs-floor";
-import { engineCharts, engineTable, ratioTable } from "../../bench/report";
+import { medianRound, type Result, type ServerRound } from "../../bench/fake-server";
+import { engineCharts, engineTable, ratioTable, serversTable } from "../../bench/report";
 import { lineChart, niceStep } from "../../bench/svg-chart";
 
 function run(kind: EngineRun["kind"], n: number, perResource: number): EngineRun {
@@ -87,5 +88,27 @@ describe("bench report helpers", () => {
     // An operation that ran once has no range.
     expect(mergeRuns([withPreviews([1, 2, 3])]).secondsRange?.up).toBeUndefined();
     expect(merged.samples?.preview).toEqual([1, 2, 3, 4]);
+  });
+
+  it("reports the servers' median round, with every round's ratio", () => {
+    const result = (rps: number, us: number): Result => ({ requests: rps * 5, seconds: 5, errors: 0, p50: 0.5, p99: 2, serverUsPerRequest: us });
+    const round = (bare: number, fake: number): ServerRound => ({ bare: result(bare, 16), fake: result(fake, 18), ratio: fake / bare });
+    const rounds = [round(40000, 30000), round(30000, 33000), round(40000, 38000)];
+    const median = medianRound(rounds);
+    expect(median.ratio).toBeCloseTo(0.95);
+    const text = serversTable({
+      connections: 32,
+      seconds: 5,
+      rounds: 3,
+      bare: median.bare,
+      fake: median.fake,
+      throughputRatio: median.ratio,
+      roundRatios: rounds.map((r) => r.ratio),
+      costRatio: 16 / 18,
+    });
+    expect(text).toContain("| bare node:http | 40000 |");
+    expect(text).toContain("| fake server | 38000 |");
+    expect(text).toContain("**0.95x** (goal >= 0.9x ✓), the median of 3 rounds; every round: 0.75, 1.10, 0.95.");
+    expect(() => medianRound([])).toThrow(/at least 1/);
   });
 });

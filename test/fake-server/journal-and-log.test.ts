@@ -54,6 +54,19 @@ describe("journal redaction and log hygiene", () => {
     expect(lines[1]).toMatch(/ PATCH \/api\/user 405 [\d.]+ms -$/);
   });
 
+  it("stamps each entry and log line with the request's arrival time, in ISO 8601", async () => {
+    lines.length = 0;
+    const before = Date.now();
+    await call(server, "GET", { name: "A", user_group_id: "stamped" });
+    const after = Date.now();
+    const entry = server.journal().at(-1);
+    expect(entry?.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const at = Date.parse(entry?.time ?? "");
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(after);
+    expect(lines[0]?.startsWith(`${entry?.time} GET /api/user 200 `)).toBe(true);
+  });
+
   it("the journal is a ring buffer of journalSize entries, oldest dropped first", async () => {
     const small = await start({ journalSize: 3 });
     try {

@@ -2,7 +2,7 @@
 import { connect } from "node:net";
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { request } from "undici";
+import { Client, request } from "undici";
 import type { FakeServer } from "../../fake-server/index.js";
 import { KEYS, call, createGroup, expectError, expectOk, useSharedServer } from "./helpers.js";
 
@@ -25,6 +25,42 @@ describe("W1 authentication", () => {
     const reply = await call(server, "GET", body, authorization === undefined ? { key: null } : { authorization });
     expectError(reply, 401, "unauthorized");
     expect(server.groups()).toEqual([]);
+  });
+
+  it("each request on one keep-alive connection is judged by its own key", async () => {
+    const client = new Client(server.url, { pipelining: 1 });
+    let connections = 0;
+    client.on("connect", () => (connections += 1));
+    const send = async (authorization: string | undefined): Promise<number> => {
+      const res = await client.request({
+        path: "/api/user",
+        method: "GET",
+        reset: false, // keep the connection open after a GET with a body
+        headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) },
+        body: JSON.stringify(body),
+      });
+      await res.body.text();
+      return res.statusCode;
+    };
+    try {
+      const statuses = [];
+      for (const authorization of [
+        `Token ${KEYS.customer}`,
+        "Token not-a-known-key",
+        `Token ${KEYS.testing}`,
+        undefined,
+        `Token ${KEYS.testingRo}`,
+        `Token ${KEYS.customer}`,
+      ]) {
+        statuses.push(await send(authorization));
+      }
+      expect(connections).toBe(1);
+      expect(statuses).toEqual([200, 401, 200, 401, 200, 200]);
+      expect(server.journal().map((e) => e.environment ?? null)).toEqual(["Customer", null, "Testing", null, "Testing", "Customer"]);
+      expect(server.groups().map((g) => g.environment).sort()).toEqual(["Customer", "Testing"]);
+    } finally {
+      await client.close();
+    }
   });
 
   it("every method needs a key", async () => {
