@@ -126,6 +126,14 @@ export interface EngineBenchOptions {
   readonly previewRepeats?: number;
 }
 
+type ProcessCpu = EngineRun["cpuSeconds"][Operation];
+
+/** The median CPU seconds of each process over several timed runs. */
+function medianCpu(runs: readonly ProcessCpu[]): ProcessCpu {
+  const part = (key: keyof ProcessCpu): number => median(runs.map((c) => c[key]));
+  return { engine: part("engine"), provider: part("provider"), program: part("program") };
+}
+
 /** One kind at one N: a fresh stack and backend, the four operations in order. */
 export async function runEngine(kind: Kind, n: number, options: EngineBenchOptions): Promise<EngineRun> {
   mkdirSync(options.workRoot, { recursive: true });
@@ -162,7 +170,7 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
     for (const operation of OPERATIONS) {
       const repeats = operation === "preview" || operation === "preview-unchanged" ? (options.previewRepeats ?? 1) : 1;
       const times: number[] = [];
-      const cpus: Array<EngineRun["cpuSeconds"][Operation]> = [];
+      const cpus: ProcessCpu[] = [];
       for (let repeat = 0; repeat < repeats; repeat++) {
         const watch = watchPulumiProcesses();
         const started = performance.now();
@@ -191,8 +199,7 @@ export async function runEngine(kind: Kind, n: number, options: EngineBenchOptio
       }
       samples[operation] = times;
       seconds[operation] = median(times);
-      const part = (key: "engine" | "provider" | "program"): number => median(cpus.map((c) => c[key]));
-      cpuSeconds[operation] = { engine: part("engine"), provider: part("provider"), program: part("program") };
+      cpuSeconds[operation] = medianCpu(cpus);
       if (operation === "up") bytes = stateBytesPerResource(backendDir, kind === "ours" ? USER_GROUP_TYPE : FLOOR_TYPE, n);
       if (kind === "ours") requests[operation] = await takeRequestCounts(options.server, n * repeats);
     }
@@ -227,8 +234,7 @@ export function mergeRuns(reps: readonly EngineRun[]): EngineRun {
     samples[operation] = times;
     seconds[operation] = median(times);
     if (times.length > 1) secondsRange[operation] = [Math.min(...times), Math.max(...times)];
-    const part = (key: "engine" | "provider" | "program"): number => median(reps.map((r) => r.cpuSeconds[operation][key]));
-    cpuSeconds[operation] = { engine: part("engine"), provider: part("provider"), program: part("program") };
+    cpuSeconds[operation] = medianCpu(reps.map((r) => r.cpuSeconds[operation]));
   }
   const peaks = reps.map((r) => r.providerPeakBytes).filter((p): p is number => p !== undefined);
   return {

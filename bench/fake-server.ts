@@ -118,7 +118,8 @@ async function measure(role: Role, seconds: number): Promise<Result> {
   }
 }
 
-function rps(r: Result): number {
+/** Requests per second of a measurement. */
+export function rps(r: Result): number {
   return r.requests / r.seconds;
 }
 

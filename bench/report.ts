@@ -1,7 +1,7 @@
 // Turns the benchmark results into Markdown tables and SVG charts (docs/).
 import type { ClientComparison } from "./client-vs-undici.js";
 import { type EngineRun, type Operation, OPERATIONS } from "./engine-vs-floor.js";
-import type { ServerComparison } from "./fake-server.js";
+import { rps, type ServerComparison } from "./fake-server.js";
 import { lineChart } from "./svg-chart.js";
 
 export interface Machine {
@@ -40,11 +40,11 @@ export function serversTable(s: ServerComparison): string {
   return table(
     ["server", "req/s", "p50 ms", "p99 ms", "server µs/req", "errors"],
     [
-      ["bare node:http", fixed(s.bare.requests / s.bare.seconds, 0), fixed(s.bare.p50), fixed(s.bare.p99), fixed(s.bare.serverUsPerRequest, 1), String(s.bare.errors)],
-      ["fake server", fixed(s.fake.requests / s.fake.seconds, 0), fixed(s.fake.p50), fixed(s.fake.p99), fixed(s.fake.serverUsPerRequest, 1), String(s.fake.errors)],
+      ["bare node:http", fixed(rps(s.bare), 0), fixed(s.bare.p50), fixed(s.bare.p99), fixed(s.bare.serverUsPerRequest, 1), String(s.bare.errors)],
+      ["fake server", fixed(rps(s.fake), 0), fixed(s.fake.p50), fixed(s.fake.p99), fixed(s.fake.serverUsPerRequest, 1), String(s.fake.errors)],
     ],
   ) +
-    `\n\nThroughput fake/bare: **${fixed(s.throughputRatio)}x** (goal >= ${GOALS.serverRatio}x ${mark(s.throughputRatio >= GOALS.serverRatio)}), the median of ${s.rounds} rounds; ` +
+    `\n\nThroughput fake/bare: **${fixed(s.throughputRatio)}x** (goal >= ${GOALS.serverRatio}x ${mark(s.throughputRatio >= GOALS.serverRatio)}), ${s.rounds === 1 ? "one round" : `the median of ${s.rounds} rounds`}; ` +
     `every round: ${s.roundRatios.map((r) => fixed(r)).join(", ")}. Server cost per request bare/fake: ${fixed(s.costRatio)}x.`;
 }
 
@@ -137,7 +137,7 @@ export function ratioTable(runs: readonly EngineRun[]): string {
       const f = floor.seconds[operation];
       const fs = floorShaped?.seconds[operation];
       const ratio = o / f;
-      const ratioSecret = fs === undefined ? undefined : o / fs;
+      const ratioShaped = fs === undefined ? undefined : o / fs;
       rows.push([
         operation,
         String(n),
@@ -145,7 +145,7 @@ export function ratioTable(runs: readonly EngineRun[]): string {
         timeWithRange(floorShaped, operation),
         timeWithRange(ours, operation),
         `${fixed(ratio)} ${mark(ratio <= GOALS.engineRatio)}`,
-        ratioSecret === undefined ? "–" : `${fixed(ratioSecret)} ${mark(ratioSecret <= GOALS.engineRatio)}`,
+        ratioShaped === undefined ? "–" : `${fixed(ratioShaped)} ${mark(ratioShaped <= GOALS.engineRatio)}`,
       ]);
     }
   }

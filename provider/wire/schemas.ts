@@ -28,8 +28,9 @@ export function charCount(value: string): number {
  * settled by their length without counting.
  */
 export function hasCharCountBetween(value: string, min: number, max: number): boolean {
-  if (Math.ceil(value.length / 2) >= min && value.length <= max) return true;
-  if (value.length < min || Math.ceil(value.length / 2) > max) return false;
+  const fewest = Math.ceil(value.length / 2); // every code point takes one or two units
+  if (fewest >= min && value.length <= max) return true;
+  if (value.length < min || fewest > max) return false;
   const count = charCount(value);
   return count >= min && count <= max;
 }
