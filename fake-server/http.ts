@@ -1,5 +1,6 @@
 // Small node:http helpers: media type check, bounded body reading, JSON answers.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { Socket } from "node:net";
 import { MAX_BODY_BYTES } from "../provider/wire/schemas.js";
 import { ApiError, errorBody } from "./errors.js";
 
@@ -84,6 +85,54 @@ export function readBody(req: IncomingMessage, res?: ServerResponse, limit = MAX
     req.on("error", onGone);
     req.on("aborted", onGone);
   });
+}
+
+/** After an early `Connection: close` answer, the most a connection is read (and discarded) for... */
+export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+/** ...and for how long, whichever ends first. */
+export const LINGER_MS = 2_000;
+
+/**
+ * Staged close (RFC 9112 section 9.6) for an answer sent before the request body
+ * was read, such as a 413. node:http ends a `Connection: close` response with
+ * `socket.destroySoon()`: FIN, then close once flushed. With the client's body
+ * still arriving, that close turns into a TCP reset, and a client that is still
+ * writing fails with EPIPE before it reads the answer. So this connection half-closes
+ * instead and keeps reading and discarding until the body ends, the client closes,
+ * or LINGER_MAX_BYTES / LINGER_MS is reached. Call it before sending the answer.
+ */
+export function lingerAfterEarlyAnswer(req: IncomingMessage): void {
+  const socket = req.socket;
+  if (req.complete || socket.destroyed) return;
+  let discarded = 0;
+  let bodyEnded = false;
+  let answered = false;
+  let timer: NodeJS.Timeout | undefined;
+  const closeNow = (): void => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  req.on("data", (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > LINGER_MAX_BYTES) closeNow();
+  });
+  req.on("error", () => {});
+  req.once("end", () => {
+    bodyEnded = true;
+    // Everything was read, so closing now is a clean FIN, once the answer is out.
+    if (answered) socket.destroySoon();
+  });
+  socket.once("close", () => clearTimeout(timer));
+  socket.destroySoon = (): void => {
+    answered = true;
+    if (bodyEnded) {
+      Socket.prototype.destroySoon.call(socket);
+      return;
+    }
+    socket.end();
+    timer = setTimeout(closeNow, LINGER_MS);
+    timer.unref();
+  };
 }
 
 export function sendJson(

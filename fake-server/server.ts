@@ -14,7 +14,15 @@ import { ConnectionAuth, KeyRing, type ApiKey, type ApiKeyConfig } from "./auth.
 import { ApiError, errorBody } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
 import { assertMayCall, parseBody, runOperation, subjectId, type JsonObject, type SuccessBody } from "./handlers.js";
-import { ClientGone, isJsonContentType, pathOf, readBody, sendError, sendJson } from "./http.js";
+import {
+  ClientGone,
+  isJsonContentType,
+  lingerAfterEarlyAnswer,
+  pathOf,
+  readBody,
+  sendError,
+  sendJson,
+} from "./http.js";
 import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { isLoopbackHost, resolveOptions, type FakeServerOptions, type LogSink } from "./options.js";
@@ -201,7 +209,10 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
       } else if (error instanceof ApiError) {
         entry.status = error.status;
         entry.code = error.code;
-        if (!res.headersSent && !res.destroyed) sendError(res, error);
+        if (!res.headersSent && !res.destroyed) {
+          if (error.headers.Connection === "close") lingerAfterEarlyAnswer(req);
+          sendError(res, error);
+        }
       } else {
         entry.status = 500;
         entry.code = "internal_error";

@@ -104,6 +104,11 @@ export class UserGroupsClient {
     this.pacer = options.pacer ?? new Pacer(this.now);
   }
 
+  /** Attempts at one request, the first included (USER_GROUPS_MAX_ATTEMPTS). */
+  get maxAttempts(): number {
+    return this.policy.maxAttempts;
+  }
+
   /** The environment of this client's key, once an answer has told it. */
   get environment(): Environment | undefined {
     return this.knownEnvironment;

@@ -21,6 +21,8 @@ import type { CheckedInputs, UserGroupOutputs } from "./inputs";
 export interface UserGroupsApi {
   readonly baseUrl: string;
   readonly environment: Environment | undefined;
+  /** Attempts the client makes at one request, the first included; rotation gives itself as many rounds. */
+  readonly maxAttempts: number;
   getOrCreate(request: GetUserRequest): Promise<GetOrCreateResult>;
   update(request: UpdateUserRequest): Promise<UpdateUserResponse>;
   rotateToken(currentToken: string, userGroupId?: string): Promise<RotateTokenResponse>;
@@ -168,7 +170,7 @@ async function currentGroup(api: UserGroupsApi, name: string, userGroupId: strin
 }
 
 export interface RotationOptions {
-  /** Rounds of POST-then-read-back before giving up. */
+  /** Rounds of POST-then-read-back before giving up; by default the client's `maxAttempts`. */
   readonly maxRounds?: number;
   /** Wait before round `round` (2, 3, ...): a connection that just failed is often followed by more. */
   readonly pauseBeforeRound?: (round: number) => Promise<void>;
@@ -190,7 +192,8 @@ export async function rotateUserGroupToken(
   group: { name: string; userGroupId: string; token: string },
   options: RotationOptions = {},
 ): Promise<{ token: string; teamId: number; providedId: string; name: string; environment?: Environment }> {
-  const maxRounds = options.maxRounds ?? 6;
+  // The client never retries a POST whose outcome is unknown: these rounds are those retries.
+  const maxRounds = options.maxRounds ?? api.maxAttempts;
   const pause = options.pauseBeforeRound ?? defaultPause;
   let sentToken = group.token;
   let lastError: unknown;

@@ -3,7 +3,9 @@ import { connect } from "node:net";
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Client, request } from "undici";
+import { LINGER_MAX_BYTES, LINGER_MS } from "../../fake-server/http.js";
 import type { FakeServer } from "../../fake-server/index.js";
+import { MAX_BODY_BYTES } from "../../provider/wire/schemas.js";
 import { KEYS, call, createGroup, expectError, expectOk, useSharedServer } from "./helpers.js";
 
 let server: FakeServer;
@@ -168,7 +170,7 @@ describe("W2 requests", () => {
     expect(reply.headers["connection"]).toBe("close");
   });
 
-  it("a chunked body that never ends gets 413 once past 1 MiB (the rest is not read)", async () => {
+  it("a chunked body that never ends gets 413 once past 1 MiB, and the client can stop sending", async () => {
     let sent = 0;
     async function* endless(): AsyncGenerator<Buffer> {
       const chunk = Buffer.alloc(64 * 1024, 0x20);
@@ -186,9 +188,87 @@ describe("W2 requests", () => {
     if (res instanceof Error) throw res;
     expect(res.statusCode).toBe(413);
     expect(((await res.body.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
-    // Well under what an endless stream would have pushed if the server kept reading.
-    expect(sent).toBeLessThan(64 * 1024 * 1024);
+    // undici stops sending when it reads the 413; the server would stop reading anyway.
+    expect(sent).toBeLessThan(LINGER_MAX_BYTES);
   });
+
+  it.each([
+    ["chunked body", 40],
+    ["body with a Content-Length over 1 MiB", 40],
+  ])(
+    "a client still sending a %s when the 413 comes can read the 413 afterwards (no reset)",
+    async (framing, mebibytes) => {
+      // The client sends the whole body before it reads anything, as a slow or
+      // single-threaded client does. A server that closes at once with unread
+      // bytes in its buffer sends a TCP reset, and the client's writes fail
+      // with EPIPE before it ever sees the 413.
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const chunks = (mebibytes * 1024 * 1024) / chunk.length;
+      const chunked = framing === "chunked body";
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = connect(server.port, "127.0.0.1");
+        socket.pause();
+        let data = "";
+        socket.on("data", (d: Buffer) => (data += d.toString()));
+        socket.on("close", () => resolve(data));
+        socket.on("error", reject);
+        socket.write(
+          `PUT /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${KEYS.customer}\r\n` +
+            "Content-Type: application/json\r\n" +
+            (chunked ? "Transfer-Encoding: chunked\r\n\r\n" : `Content-Length: ${chunks * chunk.length}\r\n\r\n`),
+        );
+        const frame = chunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")]) : chunk;
+        const writeAll = async (): Promise<void> => {
+          for (let i = 0; i < chunks; i++) {
+            if (!socket.write(frame)) await new Promise((r) => socket.once("drain", r));
+          }
+          if (chunked) socket.write("0\r\n\r\n");
+          // Give the server time to have closed, if it closes without lingering.
+          await new Promise((r) => setTimeout(r, 200));
+          socket.resume();
+        };
+        writeAll().catch(reject);
+      });
+      expect(reply).toMatch(/^HTTP\/1\.1 413 /);
+      expect(reply).toContain('"code":"payload_too_large"');
+      expect(reply).toMatch(/\r\nConnection: close\r\n/i);
+    },
+  );
+
+  it.each([
+    ["as fast as it can", 0],
+    ["slowly", 20],
+  ])(
+    "a client that keeps sending %s after the 413 and never reads is cut off",
+    async (_label, pauseMs) => {
+      const frame = Buffer.concat([Buffer.from("10000\r\n"), Buffer.alloc(64 * 1024, 0x20), Buffer.from("\r\n")]);
+      let written = 0;
+      await new Promise<void>((resolve) => {
+        const socket = connect(server.port, "127.0.0.1");
+        socket.pause();
+        socket.on("error", () => {}); // the reset that ends it
+        socket.on("close", () => resolve());
+        socket.write(
+          `PUT /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${KEYS.customer}\r\n` +
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        const writeForever = async (): Promise<void> => {
+          for (let i = 0; !socket.destroyed; i++) {
+            // Past the 1 MiB limit at full speed, then at the chosen pace.
+            if (pauseMs > 0 && i > 20) await new Promise((r) => setTimeout(r, pauseMs));
+            if (socket.destroyed) break;
+            if (!socket.write(frame, (error) => void (error ?? (written += frame.length)))) {
+              await new Promise((r) => socket.once("drain", r).once("close", r));
+            }
+          }
+        };
+        void writeForever();
+      });
+      // Bounded by the linger limit plus what the two sockets' buffers can hold.
+      expect(written).toBeLessThan(MAX_BODY_BYTES + LINGER_MAX_BYTES + 64 * 1024 * 1024);
+    },
+    5 * LINGER_MS,
+  );
 
   it("a declared Content-Length over 1 MiB is refused before any body byte is sent", async () => {
     const reply = await new Promise<string>((resolve, reject) => {

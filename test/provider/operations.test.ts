@@ -181,6 +181,21 @@ describe("updateUserGroup and rotation", () => {
     server.clearFaults();
   });
 
+  it("by default gives itself as many rounds as the client has attempts (USER_GROUPS_MAX_ATTEMPTS)", async () => {
+    const olds = await createUserGroup(api, acme);
+    const patient = new UserGroupsClient({ baseUrl: server.url, apiKey: KEY, retry: { maxAttempts: 4 }, ...noWait });
+    server.setFaults([{ method: "POST", action: "reset" }]);
+    const error = await rotateUserGroupToken(patient, olds, { pauseBeforeRound: async () => {} }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/ECONNRESET/);
+    expect(server.journal().filter((e) => e.method === "POST")).toHaveLength(4);
+    server.clearFaults();
+    // The default client's budget (8) outlasts seven failed POSTs in a row.
+    server.setFaults([{ method: "POST", action: "reset", times: 7 }]);
+    const rotated = await rotateUserGroupToken(api, olds, { pauseBeforeRound: async () => {} });
+    expect(rotated.token).toBe(server.groups()[0]?.token);
+    expect(rotated.token).not.toBe(olds.token);
+  });
+
   it("rotates the current token when the stored one is stale", async () => {
     const olds = await createUserGroup(api, acme);
     const outOfBand = await api.rotateToken(olds.token);
