@@ -63,8 +63,8 @@ export function readBody(req: IncomingMessage, res?: ServerResponse, limit = MAX
       if (size > limit) {
         cleanup();
         chunks.length = 0;
-        // Keep draining into nothing until the socket is closed after the 413.
-        req.on("data", () => {});
+        // The stream keeps flowing with no 'data' listener, so the rest is dropped as
+        // it arrives; the 413's staged close (lingerAfterEarlyAnswer) bounds how long.
         req.on("error", () => {});
         reject(tooLarge());
         return;

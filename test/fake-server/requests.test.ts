@@ -192,6 +192,13 @@ describe("W2 requests", () => {
     expect(sent).toBeLessThan(LINGER_MAX_BYTES);
   });
 
+  /** The head of a raw PUT to /api/user; `framing` is its Transfer-Encoding or Content-Length line. */
+  const rawPutHead = (framing: string): string =>
+    `PUT /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${KEYS.customer}\r\n` +
+    `Content-Type: application/json\r\n${framing}\r\n\r\n`;
+  const chunkFrame = (data: Buffer): Buffer =>
+    Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from("\r\n")]);
+
   it.each([
     ["chunked body", 24],
     ["body with a Content-Length over 1 MiB", 24],
@@ -213,12 +220,8 @@ describe("W2 requests", () => {
         socket.on("data", (d: Buffer) => (data += d.toString()));
         socket.on("close", () => resolve(data));
         socket.on("error", reject);
-        socket.write(
-          `PUT /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${KEYS.customer}\r\n` +
-            "Content-Type: application/json\r\n" +
-            (chunked ? "Transfer-Encoding: chunked\r\n\r\n" : `Content-Length: ${chunks * chunk.length}\r\n\r\n`),
-        );
-        const frame = chunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")]) : chunk;
+        socket.write(rawPutHead(chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${chunks * chunk.length}`));
+        const frame = chunked ? chunkFrame(chunk) : chunk;
         const writeAll = async (): Promise<void> => {
           for (let i = 0; i < chunks; i++) {
             if (!socket.write(frame)) await new Promise((r) => socket.once("drain", r));
@@ -242,17 +245,14 @@ describe("W2 requests", () => {
   ])(
     "a client that keeps sending %s after the 413 and never reads is cut off",
     async (_label, pauseMs) => {
-      const frame = Buffer.concat([Buffer.from("10000\r\n"), Buffer.alloc(64 * 1024, 0x20), Buffer.from("\r\n")]);
+      const frame = chunkFrame(Buffer.alloc(64 * 1024, 0x20));
       let written = 0;
       await new Promise<void>((resolve) => {
         const socket = connect(server.port, "127.0.0.1");
         socket.pause();
         socket.on("error", () => {}); // the reset that ends it
         socket.on("close", () => resolve());
-        socket.write(
-          `PUT /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${KEYS.customer}\r\n` +
-            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
-        );
+        socket.write(rawPutHead("Transfer-Encoding: chunked"));
         const writeForever = async (): Promise<void> => {
           for (let i = 0; !socket.destroyed; i++) {
             // Past the 1 MiB limit at full speed, then at the chosen pace.
