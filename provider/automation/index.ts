@@ -12,8 +12,8 @@ export {
   type RunOptions,
   type RunResult,
   type RunSummary,
-  StackLockedError,
 } from "./provision";
+export { formatDuration, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
 export { type GroupSpec, groupSpecSchema, GroupsValidationError, resourceNameOf, type SpecProblem, validateGroups } from "./groups-spec";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
 export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";

@@ -6,6 +6,7 @@ import path from "node:path";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { isStackLocked, StackLockedError } from "./lock-wait";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -75,13 +76,6 @@ export interface ProvisionOptions extends RunOptions {
 }
 
 export type Operation = "preview" | "up" | "refresh" | "destroy";
-
-export class StackLockedError extends Error {
-  constructor(readonly stackName: string) {
-    super(`Stack "${stackName}" is locked: another run on it is in progress. Nothing was changed; try again when it has finished.`);
-    this.name = "StackLockedError";
-  }
-}
 
 /** Stacks this process is running now, by backend and name. */
 const running = new Set<string>();
@@ -210,8 +204,7 @@ export async function openStack(options: RunOptions, specs: readonly GroupSpec[]
 
 /** Pulumi's own lock (another process on the same stack) becomes a StackLockedError. */
 export function translateLock(error: unknown, stack: string): unknown {
-  const text = error instanceof Error ? error.message : String(error);
-  return /currently locked|is locked by|ConcurrentUpdateError|\[409\] Conflict/i.test(text) ? new StackLockedError(stack) : error;
+  return isStackLocked(error) && !(error instanceof StackLockedError) ? new StackLockedError(stack, { cause: error }) : error;
 }
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {

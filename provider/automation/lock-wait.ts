@@ -1,0 +1,125 @@
+// Waiting for a stack another run holds (any backend): Pulumi refuses a second
+// update of a locked stack at once; a service or a CI job would rather wait.
+// One policy for every caller (the fleet, the CLI's --lock-timeout): jittered
+// exponential backoff, up to a time budget, then an error naming the stack and
+// how long it waited. Clock, sleep and randomness are injected for tests.
+import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
+import { backoffDelayMs, type RetryPolicy } from "../client/retry-policy";
+
+export class StackLockedError extends Error {
+  constructor(
+    readonly stackName: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Stack "${stackName}" is locked: another run on it is in progress. Nothing was changed; try again when it has finished.`, options);
+    this.name = "StackLockedError";
+  }
+}
+
+export class StackLockTimeoutError extends Error {
+  constructor(
+    readonly stackName: string,
+    readonly waitedMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `Stack "${stackName}" stayed locked by another run for ${formatDuration(waitedMs)} (the lock timeout); nothing was changed. ` +
+        "If that run is gone (killed), `user-groups recover` (or recoverStack) clears its lock.",
+      options,
+    );
+    this.name = "StackLockTimeoutError";
+  }
+}
+
+/** Is this the engine (any backend) or this process refusing a stack another run holds? */
+export function isStackLocked(error: unknown): boolean {
+  if (error instanceof ConcurrentUpdateError || error instanceof StackLockedError) return true;
+  // The HTTP backend's conflict and the diy backend's lock, as @pulumi/pulumi detects them,
+  // for errors that reach us re-wrapped (e.g. from stack selection).
+  const text = error instanceof Error ? error.message : "";
+  return /the stack is currently locked by|\[409\] Conflict: Another update is currently in progress/.test(text);
+}
+
+export interface LockWaitOptions {
+  readonly stackName: string;
+  /** How long to keep trying; 0 fails at the first refusal. */
+  readonly timeoutMs: number;
+  /** First backoff ceiling (doubles per attempt, full jitter); default 200 ms. */
+  readonly baseDelayMs?: number;
+  /** Largest backoff; default 5 s. */
+  readonly maxDelayMs?: number;
+  readonly now?: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly random?: () => number;
+  /** Told before each wait (for progress output). */
+  readonly onWait?: (waitMs: number, waitedMs: number) => void;
+}
+
+const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The next wait before trying a locked stack again, or undefined when the
+ * budget is spent. `attempt` counts the refusals so far (1 after the first).
+ */
+export function nextLockWaitMs(
+  attempt: number,
+  waitedMs: number,
+  options: Pick<LockWaitOptions, "timeoutMs" | "baseDelayMs" | "maxDelayMs">,
+  random: () => number,
+): number | undefined {
+  const remaining = options.timeoutMs - waitedMs;
+  if (remaining <= 0) return undefined;
+  const policy: RetryPolicy = {
+    maxAttempts: Number.POSITIVE_INFINITY,
+    maxElapsedMs: options.timeoutMs,
+    baseDelayMs: options.baseDelayMs ?? 200,
+    maxDelayMs: options.maxDelayMs ?? 5_000,
+  };
+  // At least a few ms, so that a run of zero draws does not spin; never past the budget.
+  return Math.min(remaining, Math.max(5, backoffDelayMs(policy, attempt, random)));
+}
+
+/**
+ * Runs `attempt` until it is not refused for a lock; waits between tries.
+ * A refusal after the budget is a StackLockTimeoutError (timeout 0: the
+ * refusal itself, as a StackLockedError).
+ */
+export async function withStackLockWait<T>(attempt: () => Promise<T>, options: LockWaitOptions): Promise<T> {
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? sleepMs;
+  const random = options.random ?? Math.random;
+  const started = now();
+  for (let refusals = 1; ; refusals++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isStackLocked(error)) throw error;
+      const waitedMs = now() - started;
+      const wait = nextLockWaitMs(refusals, waitedMs, options, random);
+      if (wait === undefined) {
+        if (options.timeoutMs <= 0) throw error instanceof StackLockedError ? error : new StackLockedError(options.stackName, { cause: error });
+        throw new StackLockTimeoutError(options.stackName, waitedMs, { cause: error });
+      }
+      options.onWait?.(wait, waitedMs);
+      await sleep(wait);
+    }
+  }
+}
+
+/** "1.5 s", "2 min 5 s": for messages. */
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1).replace(/\.0$/, "")} s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.round((ms % 60_000) / 1_000);
+  return seconds > 0 ? `${minutes} min ${seconds} s` : `${minutes} min`;
+}
+
+/** Parses a duration flag: "90s", "10m", "1h", "500ms", or a plain number of seconds. */
+export function parseDurationMs(text: string): number | undefined {
+  const match = /^(\d{1,9})(ms|s|m|h)?$/.exec(text.trim());
+  if (!match) return undefined;
+  const value = Number(match[1]);
+  const unit = match[2] ?? "s";
+  return value * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as "ms" | "s" | "m" | "h"];
+}

@@ -1,0 +1,113 @@
+// Waiting for a locked stack: the policy shared by the fleet and the CLI.
+import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
+import { describe, expect, it } from "vitest";
+import {
+  nextLockWaitMs,
+  parseDurationMs,
+  StackLockedError,
+  StackLockTimeoutError,
+  withStackLockWait,
+} from "../../provider/automation/lock-wait";
+
+/** A ConcurrentUpdateError as @pulumi/pulumi/automation raises it for a diy backend's lock. */
+function lockedByAnotherRun(): ConcurrentUpdateError {
+  return new ConcurrentUpdateError({
+    stdout: "",
+    stderr: "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file",
+    code: 255,
+    err: undefined,
+  } as unknown as ConstructorParameters<typeof ConcurrentUpdateError>[0]);
+}
+
+function fakeClock() {
+  let time = 0;
+  const waits: number[] = [];
+  return {
+    waits,
+    now: () => time,
+    sleep: async (ms: number) => {
+      waits.push(ms);
+      time += ms;
+    },
+  };
+}
+
+describe("withStackLockWait", () => {
+  it("retries a locked stack with growing, jittered waits until the run goes through", async () => {
+    const clock = fakeClock();
+    let calls = 0;
+    const result = await withStackLockWait(
+      async () => {
+        calls += 1;
+        if (calls < 5) throw lockedByAnotherRun();
+        return "done";
+      },
+      { stackName: "customers", timeoutMs: 60_000, now: clock.now, sleep: clock.sleep, random: () => 0.999 },
+    );
+    expect(result).toBe("done");
+    expect(calls).toBe(5);
+    // Ceilings 200, 400, 800, 1600 ms (random ~1 draws near the ceiling).
+    expect(clock.waits).toEqual([199, 399, 799, 1598]);
+  });
+
+  it("gives up after the budget with an error naming the stack and the time waited", async () => {
+    const clock = fakeClock();
+    const error = await withStackLockWait(
+      async () => {
+        throw lockedByAnotherRun();
+      },
+      { stackName: "customers", timeoutMs: 10_000, now: clock.now, sleep: clock.sleep, random: () => 0.5 },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StackLockTimeoutError);
+    expect((error as StackLockTimeoutError).message).toMatch(/Stack "customers" stayed locked by another run for 10 s/);
+    expect((error as StackLockTimeoutError).cause).toBeInstanceOf(ConcurrentUpdateError);
+    // It never sleeps past the budget.
+    expect(clock.waits.reduce((a, b) => a + b, 0)).toBe(10_000);
+  });
+
+  it("fails at once with StackLockedError when the timeout is 0", async () => {
+    const clock = fakeClock();
+    const error = await withStackLockWait(
+      async () => {
+        throw lockedByAnotherRun();
+      },
+      { stackName: "prod", timeoutMs: 0, now: clock.now, sleep: clock.sleep },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StackLockedError);
+    expect(clock.waits).toEqual([]);
+  });
+
+  it("passes any other failure through untouched, without waiting", async () => {
+    const clock = fakeClock();
+    const boom = new Error("wrong passphrase");
+    await expect(
+      withStackLockWait(
+        async () => {
+          throw boom;
+        },
+        { stackName: "prod", timeoutMs: 60_000, now: clock.now, sleep: clock.sleep },
+      ),
+    ).rejects.toBe(boom);
+    expect(clock.waits).toEqual([]);
+  });
+});
+
+describe("nextLockWaitMs", () => {
+  it("caps the wait at the largest backoff and never below a few ms", () => {
+    expect(nextLockWaitMs(30, 0, { timeoutMs: 600_000 }, () => 0.999)).toBe(4_995);
+    expect(nextLockWaitMs(1, 0, { timeoutMs: 600_000 }, () => 0)).toBe(5);
+    expect(nextLockWaitMs(3, 600_000, { timeoutMs: 600_000 }, () => 0.5)).toBeUndefined();
+  });
+});
+
+describe("parseDurationMs", () => {
+  it("reads the units a flag takes", () => {
+    expect(parseDurationMs("10m")).toBe(600_000);
+    expect(parseDurationMs("90s")).toBe(90_000);
+    expect(parseDurationMs("45")).toBe(45_000);
+    expect(parseDurationMs("250ms")).toBe(250);
+    expect(parseDurationMs("1h")).toBe(3_600_000);
+    expect(parseDurationMs("ten minutes")).toBeUndefined();
+    expect(parseDurationMs("-5s")).toBeUndefined();
+  });
+});
