@@ -17,3 +17,12 @@ export { formatDuration, parseDurationMs, StackLockedError, StackLockTimeoutErro
 export { type GroupSpec, groupSpecSchema, GroupsValidationError, resourceNameOf, type SpecProblem, validateGroups } from "./groups-spec";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
 export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";
+export {
+  type FleetGroup,
+  FleetClosedError,
+  FleetEnsureError,
+  FleetGroupError,
+  type FleetOptions,
+  UserGroupFleet,
+} from "./fleet";
+export { UserGroupExistsError } from "../logic/operations";

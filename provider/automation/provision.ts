@@ -1,7 +1,7 @@
 // Provisioning many groups from code: an inline Automation-API program that
 // declares one UserGroup per entry. The engine runs in a child process; the
 // program runs in this one.
-import { type EngineEvent, LocalWorkspace, type OutputMap, type Stack } from "@pulumi/pulumi/automation";
+import { type EngineEvent, LocalWorkspace, type OutputMap, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
 import path from "node:path";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
@@ -86,13 +86,18 @@ function lockKey(backendUrl: string, stack: string): string {
   return `${backendUrl}\u0000${stack}`;
 }
 
+/** One UserGroup of a spec, named by resourceNameOf. */
+export function declareGroup(spec: GroupSpec): UserGroup {
+  const { properties, ...rest } = spec;
+  return new UserGroup(resourceNameOf(spec), properties === null ? rest : { ...rest, properties });
+}
+
 function programFor(specs: readonly GroupSpec[]) {
   return async () => {
     const groups: Record<string, unknown> = {};
     for (const spec of specs) {
       const resourceName = resourceNameOf(spec);
-      const { properties, ...rest } = spec;
-      const group = new UserGroup(resourceName, properties === null ? rest : { ...rest, properties });
+      const group = declareGroup(spec);
       groups[resourceName] = {
         userGroupId: group.userGroupId,
         name: group.name,
@@ -105,7 +110,7 @@ function programFor(specs: readonly GroupSpec[]) {
   };
 }
 
-function changeOf(op: string): GroupChange {
+export function changeOf(op: string): GroupChange {
   switch (op) {
     case "create":
     case "update":
@@ -129,7 +134,7 @@ function nameFromUrn(urn: string): string {
 }
 
 /** Follows the engine's events and keeps, per group, the most telling change. */
-class ChangeTracker {
+export class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
   constructor(private readonly onEvent?: (event: GroupEvent) => void) {}
 
@@ -170,32 +175,60 @@ export function workspaceOf(options: RunOptions): PreparedWorkspace {
   );
 }
 
-export async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
+/** The stack of these options, created if missing, with the given inline program; no in-process lock. */
+export async function selectStack(options: RunOptions, program: PulumiFn): Promise<{ stack: Stack; backendUrl: string }> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   if (passphrase === undefined && passphraseFile === undefined) {
     throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
   const workspace = workspaceOf(options);
-  const key = lockKey(workspace.backendUrl, options.stack);
+  const select = () => LocalWorkspace.createOrSelectStack(
+    { stackName: options.stack, projectName: PROJECT_NAME, program },
+    {
+      workDir: workspace.workDir,
+      projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
+      // What the options name explicitly (backend, passphrase) wins over the same variables in envVars.
+      envVars: {
+        PULUMI_SKIP_UPDATE_CHECK: "true",
+        ...options.envVars,
+        PULUMI_BACKEND_URL: workspace.backendUrl,
+        ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
+      },
+    },
+  );
+  const stack = await selectRacingOthers(select);
+  if (options.config && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config);
+  return { stack, backendUrl: workspace.backendUrl };
+}
+
+/**
+ * Stack selection when other processes (replicas on a shared backend) may be
+ * selecting the same new stack: one of them creating it between our look and
+ * our create means it exists, and selecting it is right; Pulumi's postgres
+ * backend creating its table on first use can lose the same race
+ * ("failed to create table pulumi_state"), and a second try finds the table.
+ */
+async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await select();
+    } catch (error) {
+      const lostRace =
+        error instanceof StackAlreadyExistsError || (error instanceof Error && /failed to create table pulumi_state/.test(error.message));
+      if (!lostRace || attempt >= 4) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 200 * attempt)));
+    }
+  }
+}
+
+export async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
+  const key = lockKey(workspaceOf(options).backendUrl, options.stack);
   if (running.has(key)) throw new StackLockedError(options.stack);
   running.add(key);
   try {
-    const stack = await LocalWorkspace.createOrSelectStack(
-      { stackName: options.stack, projectName: PROJECT_NAME, program: programFor(specs) },
-      {
-        workDir: workspace.workDir,
-        projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
-        envVars: {
-          PULUMI_SKIP_UPDATE_CHECK: "true",
-          PULUMI_BACKEND_URL: workspace.backendUrl,
-          ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
-          ...options.envVars,
-        },
-      },
-    );
-    if (options.config && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config);
-    return { stack, backendUrl: workspace.backendUrl, release: () => running.delete(key) };
+    const { stack, backendUrl } = await selectStack(options, programFor(specs));
+    return { stack, backendUrl, release: () => running.delete(key) };
   } catch (error) {
     running.delete(key);
     throw translateLock(error, options.stack);

@@ -1,0 +1,112 @@
+// A throwaway PostgreSQL server for tests of a shared state backend (Pulumi's
+// diy `postgres://` backend): the machine's own binaries, a data directory in
+// a fresh temp dir, 127.0.0.1 and a free port, stopped and removed after.
+// initdb refuses to run as root, so as root it runs as an unprivileged user.
+import { execFileSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+export interface PostgresServer {
+  /** A Pulumi backend URL for this server (its own database). */
+  readonly backendUrl: string;
+  readonly port: number;
+  stop(): void;
+}
+
+const INSTALL_HINT =
+  "PostgreSQL's server binaries are needed for the shared-backend tests: install them with `apt-get install postgresql` " +
+  "(Debian; .ci/run does this when they are missing). They are looked for in /usr/lib/postgresql/*/bin.";
+
+/** The newest installed server's bin directory. */
+function postgresBinDir(): string {
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => existsSync(path.join(root, v, "bin", "initdb")) && existsSync(path.join(root, v, "bin", "pg_ctl")))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (versions.length === 0) throw new Error(INSTALL_HINT);
+  return path.join(root, versions[0]!, "bin");
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The unprivileged user to run the server as when we are root ("postgres" from the Debian package, else one we make). */
+function serverUser(): { name: string; uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = (name: string) => {
+    try {
+      const id = (flag: string) => Number(execFileSync("id", [flag, name], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }));
+      return { name, uid: id("-u"), gid: id("-g") };
+    } catch {
+      return undefined; // no such user
+    }
+  };
+  const existing = lookup("postgres") ?? lookup("ug-postgres");
+  if (existing) return existing;
+  execFileSync("useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "ug-postgres"]);
+  return lookup("ug-postgres");
+}
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const bin = postgresBinDir();
+  const dir = mkdtempSync(path.join(tmpdir(), "user-groups-pg-"));
+  chmodSync(dir, 0o700);
+  const user = serverUser();
+  if (user) chownSync(dir, user.uid, user.gid);
+  const run = (tool: string, args: string[]) => {
+    const command = user ? "runuser" : path.join(bin, tool);
+    const argv = user ? ["-u", user.name, "--", path.join(bin, tool), ...args] : args;
+    try {
+      execFileSync(command, argv, { cwd: dir, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+    } catch (error) {
+      const output = error as { stdout?: string; stderr?: string };
+      throw new Error(`${tool} failed: ${output.stderr ?? ""}${output.stdout ?? ""}\n${INSTALL_HINT}`);
+    }
+  };
+  const data = path.join(dir, "data");
+  run("initdb", ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+  let port = 0;
+  // Another process may take the free port between our probe and the server's bind: try a few.
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    try {
+      run("pg_ctl", [
+        "-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "60",
+        "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+        "start",
+      ]);
+      break;
+    } catch (error) {
+      if (attempt >= 3) {
+        rmSync(dir, { recursive: true, force: true });
+        throw error;
+      }
+    }
+  }
+  let stopped = false;
+  return {
+    port,
+    backendUrl: `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`,
+    stop: () => {
+      if (stopped) return;
+      stopped = true;
+      try {
+        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
