@@ -96,12 +96,13 @@ tr.failed td{background:#fff4f3}
 form{display:flex;flex-wrap:wrap;gap:8px 14px;align-items:end;margin:10px 0}
 label{display:flex;flex-direction:column;font-size:12px;color:#4a5562}
 input,select,button{font:inherit;padding:3px 6px}
-input[type=number]{width:8em}
+input[type=number]{width:9em}
 button{cursor:pointer;border:1px solid #b8c0ca;background:#fff;border-radius:4px}
 button.danger{background:#b3261e;color:#fff;border-color:#b3261e}
 button.reveal{margin-left:6px;padding:0 6px;font-size:12px}
 header label{flex-direction:row;gap:4px;align-items:center;color:#fff}
-#status{margin:8px 20px 0;min-height:1.4em}
+#status{margin:8px 20px 0}
+#status:empty{margin:0}
 .error{color:#b3261e}
 #auth{margin:8px 20px}
 `;
@@ -219,7 +220,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
 
   function ruleFiring(rule) {
     const parts = [];
-    if (rule.times !== undefined) parts.push("the first " + rule.times + (rule.times === 1 ? " match" : " matches"));
+    if (rule.times !== undefined) parts.push(rule.times === 1 ? "the next match" : "the next " + rule.times + " matches");
     if (rule.probability !== undefined) parts.push("chance " + rule.probability);
     return parts.length > 0 ? parts.join(", ") : "every match";
   }

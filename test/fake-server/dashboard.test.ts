@@ -191,7 +191,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("the dashboard in a real browser", () 
     await form.getByLabel("Retry-After (s)").fill("7");
     await form.getByLabel("Times").fill("1");
     await form.getByRole("button", { name: "Add rule" }).click();
-    await expect.poll(rulesText, UNTIL).toMatch(/GET\s+any\s+status 503, Retry-After 7 s\s+the first 1 match\s+1/);
+    await expect.poll(rulesText, UNTIL).toMatch(/GET\s+any\s+status 503, Retry-After 7 s\s+the next match\s+1/);
     expect(server.faults()).toEqual([{ method: "GET", action: "status", status: 503, retryAfter: 7, times: 1, remaining: 1 }]);
 
     const failed = await call(server, "GET", { name: "A", user_group_id: "a" });
@@ -247,7 +247,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("the dashboard in a real browser", () 
     expect(await add({ method: "GET", action: "reset", times: "1" })).toEqual({ method: "GET", action: "reset", times: 1, remaining: 1 });
     await expect.poll(rulesText, UNTIL).toContain("reset the connection");
     expect(await rulesText()).toMatch(/PUT\s+acme\s+delay 250 ms\s+chance 0.5\s+unlimited/);
-    expect(await rulesText()).toMatch(/DELETE\s+any\s+apply, then drop the answer\s+the first 2 matches, chance 0.25\s+2/);
+    expect(await rulesText()).toMatch(/DELETE\s+any\s+apply, then drop the answer\s+the next 2 matches, chance 0.25\s+2/);
     // The reset rule is the first GET rule: the next GET gets no answer at all.
     const outcome = await call(server, "GET", { name: "A", user_group_id: "a" }).then(
       (reply) => `answered ${reply.status}`,
