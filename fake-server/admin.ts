@@ -6,6 +6,7 @@ import { faultRulesBodySchema, type FaultRule } from "./faults.js";
 import { parseBody } from "./handlers.js";
 import { readBody, sendJson } from "./http.js";
 import type { JournalEntry } from "./journal.js";
+import type { RateLimitState } from "./rate-limit.js";
 import type { StoredGroup } from "./store.js";
 
 export const ADMIN_PREFIX = "/__admin/";
@@ -19,6 +20,8 @@ export interface AdminActions {
   faults(): FaultRule[];
   addFaults(rules: FaultRule[]): void;
   clearFaults(): void;
+  /** null when no rate limit is configured. */
+  rateLimit(): RateLimitState | null;
 }
 
 type AdminRoute = (req: IncomingMessage, actions: AdminActions, res: ServerResponse) => Promise<object>;
@@ -56,6 +59,7 @@ const ROUTES: Record<string, Record<string, AdminRoute>> = {
       return {};
     },
   },
+  "rate-limit": { GET: async (_req, a) => ({ rateLimit: a.rateLimit() }) },
 };
 
 /** Answers one admin request; returns the status sent. Throws ApiError for failures. */

@@ -10,6 +10,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_PATH, type ApiMethod } from "../provider/wire/schemas.js";
 import { ADMIN_PREFIX, handleAdmin, type AdminActions } from "./admin.js";
+import { isDashboardPath, serveDashboard } from "./dashboard.js";
 import { ConnectionAuth, KeyRing, type ApiKey, type ApiKeyConfig } from "./auth.js";
 import { ApiError, errorBody } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
@@ -97,6 +98,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     await p.flush();
   }
 
+  const keyDescriptions = opts.apiKeys.map((k) => ({ environment: k.environment, readOnly: k.readOnly === true }));
   let openApiText: string | undefined;
   const validateRules = (rules: FaultRuleInput[]): FaultRule[] => rules.map((r) => faultRuleSchema.parse(r));
 
@@ -114,6 +116,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     faults: () => faults.list(),
     addFaults: (rules) => faults.add(rules),
     clearFaults: () => faults.clear(),
+    rateLimit: () => limiter?.state(keyDescriptions) ?? null,
   };
 
   async function handleApi(req: IncomingMessage, res: ServerResponse, path: string, entry: RawJournalEntry): Promise<void> {
@@ -188,10 +191,12 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     const started = performance.now();
     const path = pathOf(req.url);
     const method = req.method ?? "";
-    const isAdmin = path.startsWith(ADMIN_PREFIX);
+    const isAdmin = path.startsWith(ADMIN_PREFIX) || isDashboardPath(path);
     const entry: RawJournalEntry = { startedAt: Date.now(), method, path, status: null, body: null, durationMs: 0 };
     try {
-      if (isAdmin) {
+      if (isDashboardPath(path)) {
+        entry.status = serveDashboard(req, res, path);
+      } else if (isAdmin) {
         entry.status = await handleAdmin(req, res, path, actions, opts.adminToken);
       } else if (path === "/openapi.json") {
         if (method !== "GET") throw new ApiError(405, "method_not_allowed", "/openapi.json accepts GET", { Allow: "GET" });

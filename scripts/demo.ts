@@ -3,6 +3,8 @@
 // data persists in .demo/, on a file backend in .demo/state. Run it twice: the
 // second run changes nothing. `npm run demo:down` destroys it all.
 // With USER_GROUPS_BASE_URL and USER_GROUPS_API_KEY set, it targets that API.
+// In a terminal the embedded server stays up after the summary, so its dashboard
+// can be looked at, until Ctrl-C (USER_GROUPS_DEMO_SERVE=1 or 0 decides instead).
 import { LocalWorkspace, PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -17,6 +19,20 @@ const DATA_FILE = path.join(DEMO_DIR, "fake-server.json");
 const KEY_FILE = path.join(DEMO_DIR, "api-key");
 const STACK = "demo";
 const PASSPHRASE = process.env.PULUMI_CONFIG_PASSPHRASE ?? "pulumi-user-groups-demo";
+
+/** Whether `up` keeps the embedded server (and its dashboard) running until a signal. */
+function keepServing(): boolean {
+  const choice = process.env.USER_GROUPS_DEMO_SERVE;
+  if (choice === "1" || choice === "0") return choice === "1";
+  return process.stdin.isTTY === true && process.stdout.isTTY === true;
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+}
 
 /** The engine: a pulumi on PATH or the one ensure-pulumi builds (see README). */
 function pulumiBinDir(): string {
@@ -81,6 +97,7 @@ async function up(): Promise<void> {
       .filter(([op]) => op !== "same")
       .map(([op, n]) => `${n} ${op}`);
     const groups = target.server?.groups() ?? [];
+    const serve = target.server !== undefined && keepServing();
     const env = `PULUMI_BACKEND_URL=file://${STATE_DIR} PULUMI_CONFIG_PASSPHRASE=${process.env.PULUMI_CONFIG_PASSPHRASE ? '"$PULUMI_CONFIG_PASSPHRASE"' : PASSPHRASE}`;
     console.log(
       [
@@ -91,11 +108,16 @@ async function up(): Promise<void> {
         `  environment:  ${String(result.outputs.environment?.value ?? "unknown")}`,
         `  state:        ${path.relative(ROOT, STATE_DIR)}/ (stack "${STACK}", file backend)`,
         ...(target.server ? [`  server data:  ${path.relative(ROOT, DATA_FILE)}`] : []),
+        ...(target.server ? [`  dashboard:    ${target.server.url}/__admin/${serve ? "" : " (up while this ran; in a terminal it stays up until Ctrl-C)"}`] : []),
         `  the token:    ${env} \\`,
         `                  ${path.join(binDir, "pulumi")} stack output token --show-secrets --stack ${STACK}`,
         "  tear down:    npm run demo:down",
       ].join("\n"),
     );
+    if (serve) {
+      console.log("\nThe fake server keeps running so you can open its dashboard; Ctrl-C stops it.");
+      await untilSignal();
+    }
   } finally {
     await target.server?.close();
   }

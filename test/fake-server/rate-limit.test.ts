@@ -56,4 +56,27 @@ describe("W11 rate limit", () => {
     now += 1_000;
     expect(limiter.take(0)).toEqual({ ok: true });
   });
+
+  it("tells each key's standing without counting a request (unit, GET /__admin/rate-limit)", () => {
+    let now = 10_000;
+    const limiter = new RateLimiter({ requests: 2, windowSeconds: 60 }, () => now);
+    const keys = [
+      { environment: "Customer", readOnly: false },
+      { environment: "Testing", readOnly: true },
+    ];
+    for (let i = 0; i < 3; i += 1) limiter.take(0);
+    now += 20_500;
+    const state = limiter.state(keys);
+    expect(state).toEqual({
+      requests: 2,
+      windowSeconds: 60,
+      keys: [
+        { key: 0, environment: "Customer", readOnly: false, used: 3, remaining: 0, resetsInSeconds: 40 },
+        { key: 1, environment: "Testing", readOnly: true, used: 0, remaining: 2, resetsInSeconds: null },
+      ],
+    });
+    expect(limiter.state(keys)).toEqual(state);
+    now += 39_500;
+    expect(limiter.state(keys).keys[0]).toEqual({ key: 0, environment: "Customer", readOnly: false, used: 0, remaining: 2, resetsInSeconds: null });
+  });
 });
