@@ -1,30 +1,30 @@
 // A tiny onboarding service: when a customer signs up, it provisions the
-// customer's user group through pulumi-user-groups/automation and answers with
-// the group's token for the app to store.
+// customer's user group through UserGroupFleet and answers with the group's
+// token for the app to store.
 //
-//   POST /customers   {"id": "acme", "name": "Acme Corp", "plan": "team"}
+//   POST /customers   Authorization: Bearer $ONBOARDING_TOKEN
+//                     {"id": "acme", "name": "Acme Corp", "plan": "team"}
 //   -> 201 {"userGroupId": "acme", "token": "...", "teamId": 7, "change": "create"}
 //
-// The stack's desired state is the whole customer list, so the service keeps it
-// (customers.json beside the stack) and runs one provisioning at a time: a
-// second concurrent run of the same stack would be refused (StackLockedError).
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+// The stack is the only record: any number of replicas can share it on one
+// backend (e.g. PostgreSQL). Sign-ups arriving together share one engine run,
+// a repeated sign-up answers the same token without running anything, and a
+// replica that finds the stack busy waits its turn.
+import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
-import { provisionUserGroups } from "pulumi-user-groups/automation";
-
-export interface Customer {
-  id: string;
-  name: string;
-  plan?: string;
-}
+import { GroupsValidationError, UserGroupExistsError, UserGroupFleet } from "pulumi-user-groups/automation";
 
 export interface OnboardingOptions {
-  /** Holds the Pulumi stack settings, its file backend and customers.json. */
+  /** Holds the Pulumi stack's settings (and, without backendUrl, a file backend). */
   workDir: string;
+  /** The shared backend of every replica, e.g. postgres://... (default PULUMI_BACKEND_URL). */
+  backendUrl?: string;
   stack?: string;
   port?: number;
+  /** The bearer secret callers must send: the service hands out customers' tokens. */
+  bearerToken: string;
   /** Passed to the engine and provider (credentials: USER_GROUPS_BASE_URL / USER_GROUPS_API_KEY). */
   envVars?: Record<string, string>;
 }
@@ -35,18 +35,20 @@ export interface OnboardingService {
 }
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+const MAX_BODY_BYTES = 64 * 1024;
 
 function readBody(req: IncomingMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    let text = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => {
-      text += chunk;
-      if (text.length > 64 * 1024) req.destroy(new Error("body too large"));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) req.destroy(new Error("body too large"));
+      else chunks.push(chunk);
     });
     req.on("end", () => {
       try {
-        resolve(JSON.parse(text));
+        resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")));
       } catch {
         reject(new Error("the body must be JSON"));
       }
@@ -55,57 +57,71 @@ function readBody(req: IncomingMessage): Promise<unknown> {
   });
 }
 
-export async function startOnboardingService(options: OnboardingOptions): Promise<OnboardingService> {
-  mkdirSync(options.workDir, { recursive: true });
-  const listFile = path.join(options.workDir, "customers.json");
-  const customers: Customer[] = existsSync(listFile) ? (JSON.parse(readFileSync(listFile, "utf8")) as Customer[]) : [];
-  // One provisioning at a time: each run declares the whole list.
-  let queue: Promise<unknown> = Promise.resolve();
+/** Constant-time comparison of the caller's bearer secret. */
+function authorized(req: IncomingMessage, expected: Buffer): boolean {
+  const match = /^Bearer (.+)$/.exec(req.headers.authorization ?? "");
+  if (!match) return false;
+  const given = Buffer.from(match[1]!, "utf8");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
 
-  async function onboard(customer: Customer) {
-    if (!customers.some((c) => c.id === customer.id)) customers.push(customer);
-    const result = await provisionUserGroups({
-      stack: options.stack ?? "customers",
-      workDir: options.workDir,
-      envVars: options.envVars,
-      groups: customers.map((c) => ({ name: c.name, userGroupId: c.id, properties: { plan: c.plan ?? "trial" } })),
-    });
-    writeFileSync(listFile, `${JSON.stringify(customers, null, 2)}\n`);
-    const group = result.groups.find((g) => g.userGroupId === customer.id);
-    if (!group?.token) throw new Error(`no token came back for ${customer.id}`);
-    return { userGroupId: customer.id, token: group.token, teamId: group.teamId, change: group.change };
-  }
+export async function startOnboardingService(options: OnboardingOptions): Promise<OnboardingService> {
+  if (options.bearerToken.length < 16) throw new Error("the onboarding bearer token must be at least 16 characters");
+  const expected = Buffer.from(options.bearerToken, "utf8");
+  const fleet = new UserGroupFleet({
+    stack: options.stack ?? "customers",
+    workDir: options.workDir,
+    ...(options.backendUrl ? { backendUrl: options.backendUrl } : {}),
+    ...(options.envVars ? { envVars: options.envVars } : {}),
+  });
 
   const server: Server = createServer((req, res) => {
     const reply = (status: number, body: unknown) => {
-      res.writeHead(status, { "content-type": "application/json" });
+      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
       res.end(JSON.stringify(body));
     };
     if (req.method !== "POST" || req.url !== "/customers") return reply(404, { error: "POST /customers only" });
+    if (!authorized(req, expected)) return reply(401, { error: "send Authorization: Bearer <ONBOARDING_TOKEN>" });
     readBody(req)
-      .then((body) => {
-        const { id, name, plan } = (body ?? {}) as Partial<Customer>;
+      .then(async (body) => {
+        const { id, name, plan } = (body ?? {}) as { id?: unknown; name?: unknown; plan?: unknown };
         if (typeof id !== "string" || !ID.test(id) || typeof name !== "string" || name.trim() === "") {
           return reply(400, { error: "id (letters, digits, . _ -) and name are required" });
         }
-        const run = queue.then(() => onboard({ id, name, ...(typeof plan === "string" ? { plan } : {}) }));
-        queue = run.catch(() => undefined);
-        return run.then(
-          (result) => reply(result.change === "create" ? 201 : 200, result),
-          (error: unknown) => reply(502, { error: error instanceof Error ? error.message.split("\n")[0] : String(error) }),
-        );
+        const group = await fleet.ensure({ name, userGroupId: id, properties: { plan: typeof plan === "string" ? plan : "trial" } });
+        return reply(group.change === "create" ? 201 : 200, {
+          userGroupId: group.userGroupId,
+          token: group.token,
+          teamId: group.teamId,
+          change: group.change,
+        });
       })
-      .catch((error: unknown) => reply(400, { error: String(error instanceof Error ? error.message : error) }));
+      .catch((error: unknown) => {
+        if (error instanceof GroupsValidationError) return reply(400, { error: error.message });
+        if (error instanceof UserGroupExistsError) return reply(409, { error: error.message });
+        return reply(502, { error: error instanceof Error ? error.message.split("\n")[0] : String(error) });
+      });
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await fleet.close();
+    },
   };
 }
 
-if (require.main === module) {
-  startOnboardingService({ workDir: path.resolve(".onboarding"), port: Number(process.env.PORT ?? 3000) }).then((service) =>
-    console.log(`onboarding service listening on ${service.url}`),
-  );
+if (typeof require !== "undefined" && require.main === module) {
+  const bearerToken = process.env.ONBOARDING_TOKEN;
+  if (!bearerToken) {
+    process.stderr.write("Set ONBOARDING_TOKEN: the bearer secret callers of POST /customers must send.\n");
+    process.exit(2);
+  }
+  startOnboardingService({
+    workDir: path.resolve(process.env.ONBOARDING_WORK_DIR ?? ".onboarding"),
+    bearerToken,
+    port: Number(process.env.PORT ?? 3000),
+    ...(process.env.ONBOARDING_STACK ? { stack: process.env.ONBOARDING_STACK } : {}),
+  }).then((service) => process.stdout.write(`onboarding service listening on ${service.url}\n`));
 }

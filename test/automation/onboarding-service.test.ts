@@ -1,62 +1,109 @@
-// examples/onboarding-service: a customer signs up, the service provisions the
-// customer's group and answers with the token the app stores.
+// examples/onboarding-service: two replicas (OS processes) of the service on one
+// PostgreSQL backend, customers signing up through either one, interleaved.
+import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOnboardingService, type OnboardingService } from "../../examples/onboarding-service/service";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { startPostgres, type PostgresServer } from "../support/postgres";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
 const KEY = "onboarding-customer-key-0001";
+const BEARER = "onboarding-bearer-secret-0001";
 let server: FakeServer;
+let postgres: PostgresServer;
 let env: PulumiTestEnv;
-let service: OnboardingService;
+const replicas: { process: ChildProcess; url: string }[] = [];
 
-async function signUp(body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${service.url}/customers`, { method: "POST", body: JSON.stringify(body) });
+function startReplica(name: string): Promise<{ process: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [path.join(__dirname, "../support/onboarding-replica.cjs")], {
+    env: {
+      ...process.env,
+      ...env.envVars,
+      PULUMI_BACKEND_URL: postgres.backendUrl,
+      ONBOARDING_WORK_DIR: path.join(env.workDir, name),
+      ONBOARDING_TOKEN: BEARER,
+      USER_GROUPS_BASE_URL: server.url,
+      USER_GROUPS_API_KEY: KEY,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("exit", (code) => reject(new Error(`replica ${name} exited with ${code}: ${stderr}`)));
+    child.stdout!.on("data", (chunk: Buffer) => {
+      const match = /listening on (\S+)/.exec(chunk.toString());
+      if (match) resolve({ process: child, url: match[1]! });
+    });
+  });
+}
+
+async function signUp(url: string, body: unknown, bearer: string | null = BEARER) {
+  const response = await fetch(`${url}/customers`, {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: bearer === null ? {} : { authorization: `Bearer ${bearer}` },
+  });
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
 beforeAll(async () => {
+  postgres = await startPostgres();
   server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
   env = createPulumiTestEnv("onboarding");
-  service = await startOnboardingService({
-    workDir: path.join(env.workDir, "onboarding"),
-    envVars: { ...env.envVars, PULUMI_BACKEND_URL: "", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-  });
+  replicas.push(...(await Promise.all([startReplica("replica-a"), startReplica("replica-b")])));
 });
 afterAll(async () => {
-  await service?.close();
+  await Promise.all(
+    replicas.map(
+      (replica) =>
+        new Promise<void>((resolve) => {
+          replica.process.once("exit", () => resolve());
+          replica.process.kill("SIGTERM");
+        }),
+    ),
+  );
   await server?.close();
+  postgres?.stop();
   env?.cleanup();
 });
 
-describe("onboarding service", () => {
-  it("provisions a group per new customer and returns its token", async () => {
-    const acme = await signUp({ id: "acme", name: "Acme Corp", plan: "team" });
-    expect(acme.status, JSON.stringify(acme.json)).toBe(201);
-    expect(acme.json).toMatchObject({ userGroupId: "acme", change: "create" });
-    expect(acme.json.token).toBe(server.groups().find((g) => g.user_group_id === "acme")?.token);
-    expect(server.groups()[0]).toMatchObject({ name: "Acme Corp", properties: { plan: "team" } });
+describe("onboarding service, two replicas on one PostgreSQL backend", () => {
+  it("provisions every customer of interleaved sign-ups, each answered with its own token", async () => {
+    const customers = Array.from({ length: 8 }, (_, i) => ({ id: `customer-${i}`, name: `Customer ${i}`, plan: i % 2 ? "team" : "trial" }));
+    // Even customers through replica A, odd ones through B, all at once.
+    const answers = await Promise.all(customers.map((customer, i) => signUp(replicas[i % 2]!.url, customer)));
+    const stored = new Map(server.groups().map((g) => [g.user_group_id, g]));
+    expect(stored.size).toBe(customers.length);
+    for (const [i, customer] of customers.entries()) {
+      expect(answers[i]!.status, JSON.stringify(answers[i]!.json)).toBe(201);
+      expect(answers[i]!.json).toMatchObject({ userGroupId: customer.id, change: "create" });
+      expect(answers[i]!.json.token).toBe(stored.get(customer.id)?.token);
+      expect(stored.get(customer.id)).toMatchObject({ name: customer.name, properties: { plan: customer.plan } });
+    }
+    expect(server.journal().filter((r) => r.method === "DELETE")).toEqual([]);
   });
 
-  it("queues sign-ups that arrive together, and keeps earlier customers", async () => {
-    const [globex, initech] = await Promise.all([signUp({ id: "globex", name: "Globex" }), signUp({ id: "initech", name: "Initech" })]);
-    expect([globex.status, initech.status]).toEqual([201, 201]);
-    expect(server.groups().map((g) => g.user_group_id).sort()).toEqual(["acme", "globex", "initech"]);
-    expect(globex.json.token).toBe(server.groups().find((g) => g.user_group_id === "globex")?.token);
+  it("answers a repeated sign-up, on either replica, with the same token and no request to the service", async () => {
+    const before = server.groups().find((g) => g.user_group_id === "customer-3")?.token;
+    const mark = server.journal().length;
+    for (const replica of replicas) {
+      const again = await signUp(replica.url, { id: "customer-3", name: "Customer 3", plan: "team" });
+      expect(again.status).toBe(200);
+      expect(again.json).toMatchObject({ change: "same", token: before });
+    }
+    expect(server.journal().slice(mark)).toEqual([]);
   });
 
-  it("answers a repeated sign-up with the same token and no change", async () => {
-    const before = server.groups().find((g) => g.user_group_id === "acme")?.token;
-    const again = await signUp({ id: "acme", name: "Acme Corp", plan: "team" });
-    expect(again.status).toBe(200);
-    expect(again.json).toMatchObject({ change: "same", token: before });
-  });
-
-  it("refuses a malformed sign-up without provisioning", async () => {
-    const before = server.journal().length;
-    expect((await signUp({ id: "no spaces allowed", name: "X" })).status).toBe(400);
-    expect((await signUp({ id: "ok" })).status).toBe(400);
-    expect(server.journal().length).toBe(before);
+  it("hands no token to a caller without the bearer secret, and refuses malformed sign-ups", async () => {
+    const mark = server.journal().length;
+    const url = replicas[0]!.url;
+    expect((await signUp(url, { id: "customer-3", name: "Customer 3" }, null)).status).toBe(401);
+    const wrong = await signUp(url, { id: "customer-3", name: "Customer 3" }, "not-the-onboarding-secret");
+    expect(wrong.status).toBe(401);
+    expect(JSON.stringify(wrong.json)).not.toMatch(/[0-9a-f]{64}/);
+    expect((await signUp(url, { id: "no spaces allowed", name: "X" })).status).toBe(400);
+    expect((await signUp(url, { id: "ok" })).status).toBe(400);
+    expect(server.journal().slice(mark)).toEqual([]);
   });
 });

@@ -1,0 +1,22 @@
+// One replica of examples/onboarding-service as its own OS process (Node runs the
+// example's TypeScript as it is). Configured by its environment: ONBOARDING_TOKEN,
+// ONBOARDING_WORK_DIR, PULUMI_BACKEND_URL, USER_GROUPS_*. Prints
+// "listening on URL" once up; closes cleanly on SIGTERM.
+"use strict";
+const { startOnboardingService } = require("../../examples/onboarding-service/service.ts");
+
+startOnboardingService({
+  workDir: process.env.ONBOARDING_WORK_DIR,
+  backendUrl: process.env.PULUMI_BACKEND_URL,
+  bearerToken: process.env.ONBOARDING_TOKEN ?? "",
+  port: 0,
+}).then(
+  (service) => {
+    process.stdout.write(`listening on ${service.url}\n`);
+    process.once("SIGTERM", () => service.close().then(() => process.exit(0)));
+  },
+  (error) => {
+    process.stderr.write(`onboarding replica failed to start: ${error && error.message}\n`);
+    process.exit(1);
+  },
+);
