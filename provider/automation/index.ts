@@ -17,3 +17,5 @@ export {
 export { type GroupSpec, groupSpecSchema, GroupsValidationError, resourceNameOf, type SpecProblem, validateGroups } from "./groups-spec";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
 export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";
+export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
+export { UntrustedWorkspaceError } from "./workspace";

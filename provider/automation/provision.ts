@@ -6,6 +6,8 @@ import path from "node:path";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
+import { assertValidStackName } from "./stack-name";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -169,6 +171,7 @@ export interface PreparedRun {
 
 /** The work directory and backend a run of these options uses (created if missing). */
 export function workspaceOf(options: RunOptions): PreparedWorkspace {
+  assertValidStackName(options.stack);
   return prepareWorkspace(
     options.workDir ?? path.join(process.cwd(), ".user-groups"),
     // An empty value counts as unset, as the Pulumi CLI treats it.
@@ -200,11 +203,11 @@ export async function openStack(options: RunOptions, specs: readonly GroupSpec[]
         },
       },
     );
-    if (options.config && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config);
+    if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
     return { stack, backendUrl: workspace.backendUrl, release: () => running.delete(key) };
   } catch (error) {
     running.delete(key);
-    throw translateLock(error, options.stack);
+    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
   }
 }
 
@@ -277,7 +280,7 @@ async function run(operation: Operation, options: RunOptions, specs: readonly Gr
       groups: groupResults(operation === "destroy" ? [] : specs, tracker.changes, outputs),
     };
   } catch (error) {
-    throw translateLock(error, options.stack);
+    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
   } finally {
     prepared.release();
   }
