@@ -141,7 +141,14 @@ export function redactedJsonText(value: JsonValue, secrets: readonly string[], m
     length += part.length;
     return length <= maxChars;
   };
-  const scalar = (v: Exclude<JsonValue, object> | null): string => (typeof v === "string" ? JSON.stringify(redactString(v, secrets)) : JSON.stringify(v));
+  // A long string is redacted whole, then only the part that can still be kept is
+  // serialized: a fresh small string, never a slice that pins the 1 MiB original.
+  const quoted = (v: string): string => {
+    const redacted = redactString(v, secrets);
+    const room = Math.max(0, maxChars - length) + 16;
+    return JSON.stringify(redacted.length > room ? redacted.slice(0, room) : redacted);
+  };
+  const scalar = (v: Exclude<JsonValue, object> | null): string => (typeof v === "string" ? quoted(v) : JSON.stringify(v));
   const open = (v: JsonValue): Frame | string => {
     if (Array.isArray(v)) return { kind: "array", items: v, next: 0 };
     if (v !== null && typeof v === "object") return { kind: "object", entries: Object.entries(v), next: 0 };
@@ -165,7 +172,7 @@ export function redactedJsonText(value: JsonValue, secrets: readonly string[], m
       child = frame.items[index]!;
     } else {
       const [key, item] = frame.entries[index]!;
-      prefix += `${JSON.stringify(redactString(key, secrets))}:`;
+      prefix += `${quoted(key)}:`;
       child = SECRET_FIELDS.has(key) ? REDACTED : item;
     }
     const opened = open(child);
@@ -177,5 +184,6 @@ export function redactedJsonText(value: JsonValue, secrets: readonly string[], m
     }
   }
   const text = parts.join("");
-  return within ? { text, truncated: false } : { text: text.slice(0, maxChars), truncated: true };
+  // Copied, so that the kept text does not pin the (bounded, but larger) joined one.
+  return within ? { text, truncated: false } : { text: Buffer.from(text.slice(0, maxChars), "utf8").toString("utf8"), truncated: true };
 }

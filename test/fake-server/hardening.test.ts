@@ -7,6 +7,8 @@ import { request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { request } from "undici";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parseCli } from "../../fake-server/cli-args.js";
@@ -106,6 +108,24 @@ describe("10. memory per request", () => {
       expect(entry.bodyPreview).toMatch(/^\{"user_group_id":"g\d+","name":"xxx/);
     }
     expect(text).not.toContain(KEYS.customer);
+  });
+
+  it("holds little memory for them: 40 requests of 1 MiB add well under 40 MiB of heap", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const heap = () => {
+      gc();
+      gc();
+      const usage = process.memoryUsage();
+      return usage.heapUsed + usage.arrayBuffers;
+    };
+    const big = "z".repeat(1024 * 1024 - 200);
+    const before = heap();
+    for (let i = 0; i < 40; i++) expectError(await call(server, "PUT", { user_group_id: `m${i}`, name: big }), 400, "invalid_name");
+    const added = heap() - before;
+    // Each entry keeps at most 16 KiB of text (the parsed body, or a slice pinning it, was 1 MiB each).
+    expect(added).toBeLessThan(10 * 1024 * 1024);
+    expect(server.journal()).toHaveLength(40);
   });
 
   it("is bounded by bytes: old entries go first once journalBytes is reached", async () => {
