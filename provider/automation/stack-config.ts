@@ -8,8 +8,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
-
-export const SCRUBBED = "[REDACTED]";
+import { Redactor } from "../client/redact";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
 const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN)$/;
@@ -34,14 +33,13 @@ export function secretValuesOf(options: SecretSources, env: NodeJS.ProcessEnv = 
 }
 
 function scrubText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(SCRUBBED);
-  return out;
+  const redactor = new Redactor();
+  for (const secret of secrets) redactor.add(secret);
+  return redactor.text(text);
 }
 
-/** The same error (class and fields kept, so `instanceof` still works) with every secret replaced. */
+/** The same error (class and fields kept, so `instanceof` still works) with every secret (and anything shaped like a token) replaced. */
 export function scrubSecrets(error: unknown, secrets: readonly string[]): unknown {
-  if (secrets.length === 0) return error;
   if (!(error instanceof Error)) return new Error(scrubText(String(error), secrets));
   error.message = scrubText(error.message, secrets);
   if (error.stack !== undefined) error.stack = scrubText(error.stack, secrets);

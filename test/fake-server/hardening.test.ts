@@ -290,10 +290,14 @@ describe("14. key material", () => {
     expect(readApiKeysFile(file, (f) => readFileSync(f, "utf8"))).toBe("file-key-0001=Customer\n");
   });
 
-  it("the command reads keys from --api-keys-file and USER_GROUPS_FAKE_API_KEYS", async () => {
+  it("the command reads keys from --api-keys-file and USER_GROUPS_FAKE_API_KEYS, the admin token from USER_GROUPS_FAKE_ADMIN_TOKEN", async () => {
     const file = join(dir, "keys");
     writeFileSync(file, "# comment\nfile-key-0001=Customer\n\nfile-key-0002=Testing:ro\n", { mode: 0o600 });
-    const run = runCli(["--api-keys-file", file], { ...process.env, USER_GROUPS_FAKE_API_KEYS: "env-key-0001=Testing,env-key-0002=Customer:ro" });
+    const run = runCli(["--api-keys-file", file], {
+      ...process.env,
+      USER_GROUPS_FAKE_API_KEYS: "env-key-0001=Testing,env-key-0002=Customer:ro",
+      USER_GROUPS_FAKE_ADMIN_TOKEN: "admin-env-token-0001",
+    });
     try {
       const url = await run.listening;
       const get = async (key: string) =>
@@ -310,6 +314,9 @@ describe("14. key material", () => {
       expect(await get("env-key-0002")).toBe(200); // Customer's "k" exists now: a read-only GET may read it
       expect(await get("not-a-key")).toBe(401);
       expect(run.stderr()).not.toMatch(/key-000/);
+      const admin = (headers: Record<string, string>) => request(`${url}/__admin/groups`, { headers }).then(async (r) => (await r.body.text(), r.statusCode));
+      expect(await admin({})).toBe(401);
+      expect(await admin({ "x-admin-token": "admin-env-token-0001" })).toBe(200);
     } finally {
       run.child.kill("SIGTERM");
       await run.exited;
