@@ -64,6 +64,8 @@ export class Journal {
   /** Index of the oldest entry still held (evicted ones are compacted away in batches). */
   private head = 0;
   private heldBytes = 0;
+  /** The configured keys as they appear inside JSON text. */
+  private readonly escapedSecrets: readonly string[];
 
   /**
    * @param capacity most entries held
@@ -74,7 +76,9 @@ export class Journal {
     private readonly capacity: number,
     private readonly maxBytes: number,
     private readonly secrets: readonly string[],
-  ) {}
+  ) {
+    this.escapedSecrets = secrets.map(escapedInJson);
+  }
 
   /** Approximate bytes held now. */
   get bytes(): number {
@@ -85,8 +89,9 @@ export class Journal {
     if (this.capacity <= 0) return;
     const { presentedKey, body, ...rest } = raw;
     const secrets = presentedKey === undefined ? this.secrets : [...this.secrets, presentedKey];
+    const escaped = presentedKey === undefined ? this.escapedSecrets : [...this.escapedSecrets, escapedInJson(presentedKey)];
     const path = redactString(rest.path, secrets);
-    const text = body === null ? undefined : redactedJsonText(body, secrets, MAX_BODY_TEXT_CHARS);
+    const text = body === null ? undefined : (cleanJsonText(body, escaped) ?? redactedJsonText(body, secrets, MAX_BODY_TEXT_CHARS));
     const bodyText = text?.text ?? null;
     const bytes = ENTRY_OVERHEAD_BYTES + path.length + (bodyText?.length ?? 0);
     this.entries.push({ ...rest, path, bodyText, bodyTruncated: text?.truncated ?? false, bytes });
@@ -124,6 +129,39 @@ export function redactString(value: string, secrets: readonly string[]): string 
     if (secret.length > 0 && out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   return out;
+}
+
+/** Whether `text` holds a run of 64 hex digits (a plain scan: a regex test costs about 1 µs per short body). */
+function hasTokenShapedRun(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i) | 0x20; // folds A-F onto a-f; digits keep their codes
+    run = (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) ? run + 1 : 0;
+    if (run >= 64) return true;
+  }
+  return false;
+}
+
+function escapedInJson(secret: string): string {
+  return JSON.stringify(secret).slice(1, -1);
+}
+
+/**
+ * The hot path: most bodies are small and hold nothing to redact. Their plain
+ * JSON text is kept as it is (about 1 µs, against 9 µs for the walk below).
+ * Undefined when the body is too long, holds a secret field, a token-shaped run
+ * or a key (`escapedSecrets`: the keys as JSON escapes them), or cannot be stringified.
+ */
+function cleanJsonText(value: JsonValue, escapedSecrets: readonly string[]): { text: string; truncated: false } | undefined {
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+  if (text.length > MAX_BODY_TEXT_CHARS || text.includes('"token"') || text.includes('"current_token"') || hasTokenShapedRun(text)) return undefined;
+  for (const secret of escapedSecrets) if (secret.length > 0 && text.includes(secret)) return undefined;
+  return { text, truncated: false };
 }
 
 type Frame = { kind: "array"; items: readonly JsonValue[]; next: number } | { kind: "object"; entries: [string, JsonValue][]; next: number };

@@ -13,7 +13,7 @@ import { request } from "undici";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parseCli } from "../../fake-server/cli-args.js";
 import type { FakeServer } from "../../fake-server/index.js";
-import { MAX_BODY_TEXT_CHARS, REDACTED, redactedJsonText } from "../../fake-server/journal.js";
+import { Journal, MAX_BODY_TEXT_CHARS, REDACTED, redactedJsonText } from "../../fake-server/journal.js";
 import { parseApiKeyList, readApiKeysFile } from "../../fake-server/key-sources.js";
 import { runCli } from "./cli-process.js";
 import { KEYS, call, expectError, expectOk, start } from "./helpers.js";
@@ -152,6 +152,20 @@ describe("10. memory per request", () => {
     } finally {
       await shortKey.close();
     }
+  });
+
+  it("redacts keys that JSON escapes (quotes, backslashes)", () => {
+    const key = 'q"uo\\te';
+    const journal = new Journal(10, 1_000_000, [key]);
+    const entry = { startedAt: 0, method: "PUT", path: "/api/user", status: 200, durationMs: 1 };
+    journal.add({ ...entry, body: { user_group_id: "a", name: `is ${key}` } });
+    journal.add({ ...entry, body: { user_group_id: "b", name: "n" }, presentedKey: "pre\\sented" });
+    journal.add({ ...entry, body: { user_group_id: "c", name: "has pre\\sented" }, presentedKey: "pre\\sented" });
+    expect(journal.read().map((e) => e.body)).toEqual([
+      { user_group_id: "a", name: `is ${REDACTED}` },
+      { user_group_id: "b", name: "n" },
+      { user_group_id: "c", name: `has ${REDACTED}` },
+    ]);
   });
 });
 
