@@ -1,6 +1,6 @@
 // The /__admin/ endpoints: inspect and steer the fake server from tests and demos.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { secretEquals } from "./auth.js";
+import { ADMIN_MAX_BODY_BYTES, assertAdminRequestAllowed, type AdminGuardSettings } from "./admin-guard.js";
 import { ApiError } from "./errors.js";
 import { faultRulesBodySchema, type FaultRule } from "./faults.js";
 import { parseBody } from "./handlers.js";
@@ -44,7 +44,7 @@ const ROUTES: Record<string, Record<string, AdminRoute>> = {
   faults: {
     GET: async (_req, a) => ({ rules: a.faults() }),
     POST: async (req, a, res) => {
-      const body = parseBody(await readBody(req, res));
+      const body = parseBody(await readBody(req, res, ADMIN_MAX_BODY_BYTES));
       const parsed = faultRulesBodySchema.safeParse(body);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
@@ -68,14 +68,9 @@ export async function handleAdmin(
   res: ServerResponse,
   path: string,
   actions: AdminActions,
-  adminToken: string | undefined,
+  guard: AdminGuardSettings,
 ): Promise<number> {
-  if (adminToken !== undefined) {
-    const given = req.headers["x-admin-token"];
-    if (typeof given !== "string" || !secretEquals(given, adminToken)) {
-      throw new ApiError(401, "unauthorized", "admin endpoints need the header X-Admin-Token");
-    }
-  }
+  assertAdminRequestAllowed(req, guard);
   const name = path.slice(ADMIN_PREFIX.length);
   const route = Object.hasOwn(ROUTES, name) ? ROUTES[name] : undefined;
   if (route === undefined) throw new ApiError(404, "not_found", `no admin endpoint ${path}`);

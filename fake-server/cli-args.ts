@@ -1,20 +1,36 @@
 // Command-line parsing for user-groups-fake-server, as a pure function.
 import { parseArgs } from "node:util";
-import { ENVIRONMENTS, type Environment } from "../provider/wire/schemas.js";
 import type { ApiKeyConfig } from "./auth.js";
-import { DEFAULT_HOST } from "./options.js";
+import { ENV_API_KEYS, parseApiKeySpec } from "./key-sources.js";
+import {
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_HOST,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+} from "./options.js";
+
+export const ENV_ADMIN_TOKEN = "USER_GROUPS_FAKE_ADMIN_TOKEN";
 
 export const USAGE = `usage: user-groups-fake-server [options]
 
   --host HOST             interface to listen on (default ${DEFAULT_HOST})
   --port PORT             port, 0 = any free port (default 0)
   --api-key KEY=ENV[:ro]  accept KEY for environment ENV (Customer or Testing);
-                          :ro makes it read-only; repeatable. Without any, one
-                          Customer read-write key is generated and printed to stderr
+                          :ro makes it read-only; repeatable. Visible to other
+                          local users (ps): for real keys use one of these two
+  --api-keys-file PATH    one KEY=ENV[:ro] per line (# comments); the file must
+                          be yours and mode 600 or stricter
+  (env ${ENV_API_KEYS})  the same specs, separated by commas or newlines
+                          Without any key, one Customer read-write key is
+                          generated and printed to stderr
   --data-file PATH        keep the state in PATH across restarts (atomic writes)
   --rate-limit N/SECONDS  at most N requests per SECONDS per API key (429 past it)
   --log                   log one line per request to stderr (never tokens or keys)
-  --admin-token TOKEN     require X-Admin-Token: TOKEN on /__admin/ (needed off loopback)
+  --admin-token TOKEN     require X-Admin-Token: TOKEN on /__admin/ (needed off
+                          loopback); or set ${ENV_ADMIN_TOKEN}, which ps does not show
+  --headers-timeout MS    a request's headers must arrive within MS (default ${DEFAULT_HEADERS_TIMEOUT_MS})
+  --request-timeout MS    the whole request must arrive within MS (default ${DEFAULT_REQUEST_TIMEOUT_MS})
+  --max-connections N     connections open at once, more are refused (default ${DEFAULT_MAX_CONNECTIONS})
   --help                  show this text`;
 
 export interface CliConfig {
@@ -25,23 +41,13 @@ export interface CliConfig {
   rateLimit?: { requests: number; windowSeconds: number };
   log: boolean;
   adminToken?: string;
+  apiKeysFile?: string;
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  maxConnections?: number;
 }
 
 export type CliParse = { kind: "run"; config: CliConfig } | { kind: "help" } | { kind: "error"; message: string };
-
-function parseApiKey(spec: string): ApiKeyConfig | string {
-  const eq = spec.lastIndexOf("=");
-  if (eq <= 0) return "--api-key must look like KEY=ENV or KEY=ENV:ro";
-  const key = spec.slice(0, eq);
-  let env = spec.slice(eq + 1);
-  const readOnly = env.endsWith(":ro");
-  if (readOnly) env = env.slice(0, -3);
-  if (!(ENVIRONMENTS as readonly string[]).includes(env)) {
-    return `--api-key: environment must be one of ${ENVIRONMENTS.join(", ")} (got "${env}")`;
-  }
-  if (!/^[\x21-\x7e]+$/.test(key)) return "--api-key: the key must be printable ASCII without spaces";
-  return { key, environment: env as Environment, readOnly };
-}
 
 export function parseCli(argv: readonly string[]): CliParse {
   let values;
@@ -58,6 +64,10 @@ export function parseCli(argv: readonly string[]): CliParse {
         "rate-limit": { type: "string" },
         log: { type: "boolean" },
         "admin-token": { type: "string" },
+        "api-keys-file": { type: "string" },
+        "headers-timeout": { type: "string" },
+        "request-timeout": { type: "string" },
+        "max-connections": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -77,7 +87,7 @@ export function parseCli(argv: readonly string[]): CliParse {
     config.port = Number(values.port);
   }
   for (const spec of values["api-key"] ?? []) {
-    const parsed = parseApiKey(spec);
+    const parsed = parseApiKeySpec(spec, "--api-key");
     if (typeof parsed === "string") return { kind: "error", message: parsed };
     if (config.apiKeys.some((k) => k.key === parsed.key)) return { kind: "error", message: "--api-key: a key is given twice" };
     config.apiKeys.push(parsed);
@@ -98,6 +108,21 @@ export function parseCli(argv: readonly string[]): CliParse {
   if (values["admin-token"] !== undefined) {
     if (values["admin-token"] === "") return { kind: "error", message: "--admin-token must not be empty" };
     config.adminToken = values["admin-token"];
+  }
+  if (values["api-keys-file"] !== undefined) {
+    if (values["api-keys-file"] === "") return { kind: "error", message: "--api-keys-file must not be empty" };
+    config.apiKeysFile = values["api-keys-file"];
+  }
+  const limits = [
+    ["headers-timeout", "headersTimeoutMs"],
+    ["request-timeout", "requestTimeoutMs"],
+    ["max-connections", "maxConnections"],
+  ] as const;
+  for (const [flag, field] of limits) {
+    const text = values[flag];
+    if (text === undefined) continue;
+    if (!/^\d{1,9}$/.test(text) || Number(text) < 1) return { kind: "error", message: `--${flag} must be a whole number of 1 or more (got "${text}")` };
+    config[field] = Number(text);
   }
   return { kind: "run", config };
 }

@@ -1,8 +1,40 @@
 #!/usr/bin/env node
 // user-groups-fake-server: run the fake /api/user service from a shell.
 import { randomBytes } from "node:crypto";
-import { parseCli, USAGE } from "./cli-args.js";
+import { readFileSync } from "node:fs";
+import type { ApiKeyConfig } from "./auth.js";
+import { ENV_ADMIN_TOKEN, parseCli, USAGE, type CliConfig } from "./cli-args.js";
+import { ENV_API_KEYS, parseApiKeyList, readApiKeysFile } from "./key-sources.js";
 import { startFakeServer, type FakeServer } from "./server.js";
+
+function usageError(message: string): never {
+  process.stderr.write(`user-groups-fake-server: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+/** Adds the keys of --api-keys-file and USER_GROUPS_FAKE_API_KEYS to those of --api-key; a key given twice is an error. */
+function collectKeys(config: CliConfig, env: NodeJS.ProcessEnv): string | undefined {
+  const sources: Array<ApiKeyConfig[] | string> = [];
+  if (config.apiKeysFile !== undefined) {
+    let text: string;
+    try {
+      text = readApiKeysFile(config.apiKeysFile, (file) => readFileSync(file, "utf8"));
+    } catch (error) {
+      return (error as Error).message;
+    }
+    sources.push(parseApiKeyList(text, `--api-keys-file ${config.apiKeysFile}`, false));
+  }
+  const fromEnv = env[ENV_API_KEYS];
+  if (fromEnv !== undefined && fromEnv.trim() !== "") sources.push(parseApiKeyList(fromEnv, ENV_API_KEYS, true));
+  for (const keys of sources) {
+    if (typeof keys === "string") return keys;
+    for (const key of keys) {
+      if (config.apiKeys.some((k) => k.key === key.key)) return "a key is given twice (across --api-key, --api-keys-file and the environment)";
+      config.apiKeys.push(key);
+    }
+  }
+  return undefined;
+}
 
 async function main(): Promise<void> {
   const parsed = parseCli(process.argv.slice(2));
@@ -10,11 +42,12 @@ async function main(): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if (parsed.kind === "error") {
-    process.stderr.write(`user-groups-fake-server: ${parsed.message}\n\n${USAGE}\n`);
-    process.exit(2);
-  }
+  if (parsed.kind === "error") usageError(parsed.message);
   const config = parsed.config;
+  const keyProblem = collectKeys(config, process.env);
+  if (keyProblem !== undefined) usageError(keyProblem);
+  const adminToken = process.env[ENV_ADMIN_TOKEN];
+  if (config.adminToken === undefined && adminToken !== undefined && adminToken !== "") config.adminToken = adminToken;
   if (config.apiKeys.length === 0) {
     const key = randomBytes(24).toString("base64url");
     config.apiKeys.push({ key, environment: "Customer", readOnly: false });

@@ -16,6 +16,7 @@ import {
 } from "../provider/wire/schemas.js";
 import type { ApiKey } from "./auth.js";
 import { ApiError } from "./errors.js";
+import { MAX_JSON_DEPTH, findJsonHazard } from "./json-guard.js";
 import type { Store, StoredGroup } from "./store.js";
 
 export type JsonObject = { [key: string]: JsonValue };
@@ -23,7 +24,14 @@ export type SuccessBody = GetUserResponse | UpdateUserResponse | RotateTokenResp
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** The body must be exactly one JSON object (W2); an empty body is 400 for every method. */
+/** Where a `__proto__` key is refused (the provider's check refuses it there too) rather than dropped. */
+const NO_PROTO_FIELDS: ReadonlySet<string> = new Set(["mapping", "properties"]);
+
+/**
+ * The body must be exactly one JSON object (W2); an empty body is 400 for every
+ * method. Nesting deeper than MAX_JSON_DEPTH, and `__proto__` keys in `mapping`
+ * or `properties`, are 400 with the field's code, before anything walks the body.
+ */
 export function parseBody(raw: Buffer): JsonObject {
   let text: string;
   try {
@@ -42,6 +50,16 @@ export function parseBody(raw: Buffer): JsonObject {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     const kind = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
     throw new ApiError(400, "invalid_body", `request body must be a JSON object, got ${kind}`);
+  }
+  const hazard = findJsonHazard(value as JsonObject, NO_PROTO_FIELDS);
+  if (hazard !== undefined) {
+    throw new ApiError(
+      400,
+      fieldErrorCode(hazard.field),
+      hazard.kind === "too_deep"
+        ? `${hazard.field}: nested deeper than ${MAX_JSON_DEPTH} levels`
+        : `${hazard.field}: the key "__proto__" is not allowed`,
+    );
   }
   return value as JsonObject;
 }

@@ -32,8 +32,8 @@ export class ClientGone extends Error {
   }
 }
 
-function tooLarge(): ApiError {
-  return new ApiError(413, "payload_too_large", `request body must be at most ${MAX_BODY_BYTES} bytes`, {
+function tooLarge(limit: number): ApiError {
+  return new ApiError(413, "payload_too_large", `request body must be at most ${limit} bytes`, {
     Connection: "close",
   });
 }
@@ -45,7 +45,7 @@ function tooLarge(): ApiError {
  */
 export function readBody(req: IncomingMessage, res?: ServerResponse, limit = MAX_BODY_BYTES): Promise<Buffer> {
   const declared = req.headers["content-length"];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge());
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
   // `Expect: 100-continue`: the client waits for this before sending the body, so
   // a request refused earlier (401, 413 by Content-Length, ...) never sends it.
   if (res !== undefined && /100-continue/i.test(req.headers.expect ?? "")) res.writeContinue();
@@ -66,7 +66,7 @@ export function readBody(req: IncomingMessage, res?: ServerResponse, limit = MAX
         // The stream keeps flowing with no 'data' listener, so the rest is dropped as
         // it arrives; the 413's staged close (lingerAfterEarlyAnswer) bounds how long.
         req.on("error", () => {});
-        reject(tooLarge());
+        reject(tooLarge(limit));
         return;
       }
       chunks.push(chunk);

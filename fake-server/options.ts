@@ -1,9 +1,24 @@
 // startFakeServer options, validated once at start so mistakes fail loudly.
 import { z } from "zod";
+import { isLoopbackHost } from "../provider/wire/loopback.js";
 import { apiKeyConfigSchema } from "./auth.js";
+
+export { isLoopbackHost };
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_JOURNAL_SIZE = 1000;
+/**
+ * The journal's byte budget. With the default journalSize it never binds (1000 entries
+ * of at most ~16.5 KiB); it bounds a raised journalSize (tests count 100k requests of
+ * ~300 bytes each) against large bodies.
+ */
+export const DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024;
+/** Slow clients: all headers within this many ms of the connection's first byte (Node's default is 60 s). */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+/** The whole request (headers and a body of up to 1 MiB) within this many ms (Node's default is 300 s). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Connections open at once; more are refused (each may buffer a body of up to 1 MiB). */
+export const DEFAULT_MAX_CONNECTIONS = 256;
 
 export const rateLimitSchema = z.object({
   requests: z.number().int().positive(),
@@ -23,8 +38,12 @@ export const fakeServerOptionsSchema = z.object({
   rateLimit: rateLimitSchema.optional(),
   log: z.union([z.boolean(), z.custom<LogSink>((v) => typeof v === "function", "log must be a boolean or a function")]).optional(),
   journalSize: z.number().int().nonnegative().default(DEFAULT_JOURNAL_SIZE),
+  journalBytes: z.number().int().positive().default(DEFAULT_JOURNAL_BYTES),
   adminToken: z.string().min(1).optional(),
-});
+  headersTimeoutMs: z.number().int().positive().default(DEFAULT_HEADERS_TIMEOUT_MS),
+  requestTimeoutMs: z.number().int().positive().default(DEFAULT_REQUEST_TIMEOUT_MS),
+  maxConnections: z.number().int().positive().default(DEFAULT_MAX_CONNECTIONS),
+}).refine((o) => o.headersTimeoutMs <= o.requestTimeoutMs, { path: ["headersTimeoutMs"], message: "must not exceed requestTimeoutMs" });
 export type FakeServerOptions = z.input<typeof fakeServerOptionsSchema>;
 export type ResolvedOptions = z.output<typeof fakeServerOptionsSchema>;
 
@@ -35,10 +54,4 @@ export function resolveOptions(options: FakeServerOptions): ResolvedOptions {
   const issue = parsed.error.issues[0];
   const where = issue?.path.join(".") ?? "";
   throw new Error(`startFakeServer: invalid option ${where === "" ? "" : `"${where}"`}: ${issue?.message ?? "invalid"}`);
-}
-
-/** Loopback hosts; anything else exposes the admin endpoints to the network. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h) || /^::ffff:127(\.\d{1,3}){3}$/.test(h);
 }

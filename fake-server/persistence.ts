@@ -6,7 +6,8 @@
 // share the next write, so a burst of 1000 mutations costs a handful of writes,
 // not 1000. Consequences: an acknowledged change survives kill -9, and the file is
 // always either the old or the new complete snapshot, never a torn one.
-import { open, readFile, rename } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { open, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { snapshotSchema, type Snapshot } from "./store.js";
 
@@ -32,18 +33,27 @@ export async function loadSnapshot(file: string): Promise<Snapshot | undefined> 
   return parsed.data;
 }
 
-/** Writes `content` to `file` so that readers only ever see the old or the new whole file. */
+/**
+ * Writes `content` to `file` so that readers only ever see the old or the new whole file.
+ * The temporary file has a random name and is created exclusively ("wx": never an
+ * existing file, never through a symlink someone planted), readable by the owner only.
+ */
 export async function writeFileAtomic(file: string, content: string): Promise<void> {
   const dir = dirname(file);
-  const temp = join(dir, `.${basename(file)}.tmp`);
-  const handle = await open(temp, "w", 0o600);
+  const temp = join(dir, `.${basename(file)}.${randomBytes(8).toString("hex")}.tmp`);
+  const handle = await open(temp, "wx", 0o600);
   try {
-    await handle.writeFile(content, "utf8");
-    await handle.sync();
-  } finally {
-    await handle.close();
+    try {
+      await handle.writeFile(content, "utf8");
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
   }
-  await rename(temp, file);
   // Make the rename itself durable. Some platforms cannot fsync a directory; the
   // rename is still atomic there, only its durability is up to the OS.
   try {

@@ -80,7 +80,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
   const keys = new KeyRing(opts.apiKeys);
   const connectionAuth = new ConnectionAuth(keys);
   const store = new Store();
-  const journal = new Journal(opts.journalSize);
+  const journal = new Journal(opts.journalSize, opts.journalBytes, keys.secrets);
   const faults = new FaultTable();
   const limiter = opts.rateLimit === undefined ? undefined : new RateLimiter(opts.rateLimit);
   const log: LogSink | undefined =
@@ -111,7 +111,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
       await persister?.commit();
     },
     groups: () => store.list(),
-    journal: () => journal.read(keys.secrets),
+    journal: () => journal.read(),
     clearJournal: () => journal.clear(),
     faults: () => faults.list(),
     addFaults: (rules) => faults.add(rules),
@@ -197,7 +197,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
       if (isDashboardPath(path)) {
         entry.status = serveDashboard(req, res, path);
       } else if (isAdmin) {
-        entry.status = await handleAdmin(req, res, path, actions, opts.adminToken);
+        entry.status = await handleAdmin(req, res, path, actions, { host: opts.host, adminToken: opts.adminToken });
       } else if (path === "/openapi.json") {
         if (method !== "GET") throw new ApiError(405, "method_not_allowed", "/openapi.json accepts GET", { Allow: "GET" });
         openApiText ??= JSON.stringify(buildOpenApiDocument(), null, 2);
@@ -239,9 +239,20 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     }
   }
 
-  const server: Server = createServer((req, res) => {
-    void handle(req, res);
-  });
+  const server: Server = createServer(
+    {
+      // Slow or stalled clients (slowloris) are cut off: a 408 once a deadline passes.
+      headersTimeout: opts.headersTimeoutMs,
+      requestTimeout: opts.requestTimeoutMs,
+      // Node checks the deadlines on this interval (30 s by default, longer than ours).
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(opts.headersTimeoutMs / 2))),
+    },
+    (req, res) => {
+      void handle(req, res);
+    },
+  );
+  // Past this, new connections are closed at once: each open one may buffer a body of up to 1 MiB.
+  server.maxConnections = opts.maxConnections;
   // Answer `Expect: 100-continue` ourselves (readBody sends the 100 when it starts reading).
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
     void handle(req, res);

@@ -3,12 +3,43 @@
 // our runtime, zod and undici afresh costs a provider process about 165 ms;
 // from the cache, about 110 ms. Imported first, it covers every module loaded
 // after it.
-// NODE_COMPILE_CACHE chooses the directory, NODE_DISABLE_COMPILE_CACHE=1 turns
-// it off (Node's own switches); without either, Node uses its default in the
-// system temp directory. A failure only means no cache.
+// Where: NODE_COMPILE_CACHE when the user set it, else a per-user directory
+// (mode 0700, `$XDG_CACHE_HOME` or `~/.cache`, then `pulumi-user-groups/compile-cache`).
+// Never Node's default in the shared system temp directory, where another local
+// user could plant cache entries (code) that our processes would then run.
+// NODE_DISABLE_COMPILE_CACHE=1 turns it off. A failure only means no cache.
+import { chmodSync, lstatSync, mkdirSync } from "node:fs";
 import nodeModule from "node:module";
+import os from "node:os";
+import path from "node:path";
 
-nodeModule.enableCompileCache?.();
+/** The per-user cache directory, made (mode 0700) if missing; undefined when it is not this user's alone. */
+export function privateCompileCacheDir(env: NodeJS.ProcessEnv, home: string): string | undefined {
+  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(home, ".cache");
+  const dir = path.join(base, "pulumi-user-groups", "compile-cache");
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const stats = lstatSync(dir);
+    if (!stats.isDirectory() || (typeof process.getuid === "function" && stats.uid !== process.getuid())) return undefined;
+    if ((stats.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+    return dir;
+  } catch {
+    return undefined;
+  }
+}
+
+function enable(): void {
+  if (typeof nodeModule.enableCompileCache !== "function") return;
+  if (process.env.NODE_DISABLE_COMPILE_CACHE) return;
+  if (process.env.NODE_COMPILE_CACHE) {
+    nodeModule.enableCompileCache(); // the user's own choice of directory
+    return;
+  }
+  const dir = privateCompileCacheDir(process.env, os.homedir());
+  if (dir !== undefined) nodeModule.enableCompileCache(dir);
+}
+
+enable();
 
 /**
  * Writes what has been compiled so far. Pulumi ends provider processes with a

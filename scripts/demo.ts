@@ -8,7 +8,7 @@
 import { LocalWorkspace, PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { type FakeServer, startFakeServer } from "../fake-server/index";
 
@@ -18,7 +18,24 @@ const STATE_DIR = path.join(DEMO_DIR, "state");
 const DATA_FILE = path.join(DEMO_DIR, "fake-server.json");
 const KEY_FILE = path.join(DEMO_DIR, "api-key");
 const STACK = "demo";
-const PASSPHRASE = process.env.PULUMI_CONFIG_PASSPHRASE ?? "pulumi-user-groups-demo";
+const DEMO_PASSPHRASE = "pulumi-user-groups-demo";
+
+/** Real credentials target a real API: their stack's secrets must not hang on a passphrase printed in the README. */
+function passphraseFor(external: boolean): string {
+  const given = process.env.PULUMI_CONFIG_PASSPHRASE;
+  if (given !== undefined && given !== "") return given;
+  if (external) {
+    throw new Error(
+      "USER_GROUPS_BASE_URL and USER_GROUPS_API_KEY point the demo at a real API: set PULUMI_CONFIG_PASSPHRASE to a passphrase of your own " +
+        `(the public demo passphrase is only used with the embedded fake server). Nothing was changed.`,
+    );
+  }
+  return DEMO_PASSPHRASE;
+}
+
+function isExternal(): boolean {
+  return Boolean(process.env.USER_GROUPS_BASE_URL && process.env.USER_GROUPS_API_KEY);
+}
 
 /** Whether `up` keeps the embedded server (and its dashboard) running until a signal. */
 function keepServing(): boolean {
@@ -54,8 +71,12 @@ interface Target {
 }
 
 async function openStack(binDir: string): Promise<{ stack: Stack; target: Target }> {
-  mkdirSync(STATE_DIR, { recursive: true });
-  const external = process.env.USER_GROUPS_BASE_URL && process.env.USER_GROUPS_API_KEY;
+  const external = isExternal();
+  const passphrase = passphraseFor(external);
+  // The demo's state, data file (tokens in plain text) and key: the user's alone.
+  mkdirSync(STATE_DIR, { recursive: true, mode: 0o700 });
+  chmodSync(DEMO_DIR, 0o700);
+  chmodSync(STATE_DIR, 0o700);
   let server: FakeServer | undefined;
   if (!external) {
     server = await startFakeServer({ apiKeys: [{ key: demoApiKey(), environment: "Customer" }], dataFile: DATA_FILE });
@@ -72,7 +93,7 @@ async function openStack(binDir: string): Promise<{ stack: Stack; target: Target
       pulumiCommand,
       envVars: {
         PULUMI_BACKEND_URL: `file://${STATE_DIR}`,
-        PULUMI_CONFIG_PASSPHRASE: PASSPHRASE,
+        PULUMI_CONFIG_PASSPHRASE: passphrase,
         PULUMI_SKIP_UPDATE_CHECK: "true",
         PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ""}`,
         ...credentials,
@@ -88,6 +109,7 @@ async function openStack(binDir: string): Promise<{ stack: Stack; target: Target
 }
 
 async function up(): Promise<void> {
+  passphraseFor(isExternal()); // before anything is built or written
   const binDir = pulumiBinDir();
   const { stack, target } = await openStack(binDir);
   try {
@@ -98,7 +120,7 @@ async function up(): Promise<void> {
       .map(([op, n]) => `${n} ${op}`);
     const groups = target.server?.groups() ?? [];
     const serve = target.server !== undefined && keepServing();
-    const env = `PULUMI_BACKEND_URL=file://${STATE_DIR} PULUMI_CONFIG_PASSPHRASE=${process.env.PULUMI_CONFIG_PASSPHRASE ? '"$PULUMI_CONFIG_PASSPHRASE"' : PASSPHRASE}`;
+    const env = `PULUMI_BACKEND_URL=file://${STATE_DIR} PULUMI_CONFIG_PASSPHRASE=${process.env.PULUMI_CONFIG_PASSPHRASE ? '"$PULUMI_CONFIG_PASSPHRASE"' : DEMO_PASSPHRASE}`;
     console.log(
       [
         "",
@@ -128,6 +150,7 @@ async function down(): Promise<void> {
     console.log("Nothing to tear down: no .demo/ state.");
     return;
   }
+  passphraseFor(isExternal());
   const binDir = pulumiBinDir();
   const { stack, target } = await openStack(binDir);
   try {

@@ -14,6 +14,7 @@ import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
 import { withStackLockWait } from "./lock-wait";
 import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack } from "./provision";
+import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
 
 export type { FleetGroup } from "./fleet-state";
@@ -241,7 +242,8 @@ export class UserGroupFleet {
           else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
         } catch (error) {
           // Whatever failed the whole batch fails each of its callers that is still waiting.
-          for (const request of batch) request.waiter.reject(error);
+          const scrubbed = scrubSecrets(error, secretValuesOf(this.options));
+          for (const request of batch) request.waiter.reject(scrubbed);
         }
       }
     } finally {

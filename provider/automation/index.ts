@@ -26,3 +26,5 @@ export {
   UserGroupFleet,
 } from "./fleet";
 export { UserGroupExistsError } from "../logic/operations";
+export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
+export { UntrustedWorkspaceError } from "./workspace";

@@ -7,6 +7,8 @@ import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
 import { isStackLocked, StackLockedError } from "./lock-wait";
+import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
+import { assertValidStackName } from "./stack-name";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -168,6 +170,7 @@ export interface PreparedRun {
 
 /** The work directory and backend a run of these options uses (created if missing). */
 export function workspaceOf(options: RunOptions): PreparedWorkspace {
+  assertValidStackName(options.stack);
   return prepareWorkspace(
     options.workDir ?? path.join(process.cwd(), ".user-groups"),
     // An empty value counts as unset, as the Pulumi CLI treats it.
@@ -198,7 +201,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn): Promi
     },
   );
   const stack = await selectRacingOthers(select);
-  if (options.config && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config);
+  if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
   return { stack, backendUrl: workspace.backendUrl };
 }
 
@@ -231,7 +234,7 @@ export async function openStack(options: RunOptions, specs: readonly GroupSpec[]
     return { stack, backendUrl, release: () => running.delete(key) };
   } catch (error) {
     running.delete(key);
-    throw translateLock(error, options.stack);
+    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
   }
 }
 
@@ -303,7 +306,7 @@ async function run(operation: Operation, options: RunOptions, specs: readonly Gr
       groups: groupResults(operation === "destroy" ? [] : specs, tracker.changes, outputs),
     };
   } catch (error) {
-    throw translateLock(error, options.stack);
+    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
   } finally {
     prepared.release();
   }

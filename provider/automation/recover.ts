@@ -14,6 +14,7 @@ import path from "node:path";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
 import { openStack, type ProvisionOptions, provisionUserGroups, type RunResult, translateLock, workspaceOf } from "./provision";
 import { fileBackendDir, removeStaleLocks } from "./stale-lock";
+import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { repairTornWrites } from "./torn-sidecars";
 import { PROJECT_NAME } from "./workspace";
 
@@ -90,14 +91,14 @@ export async function recoverStack(options: ProvisionOptions): Promise<RecoveryR
     pending = pendingOf((await prepared.stack.exportStack()).deployment);
     const creates = pending.filter((op) => op.type === "creating").map((op) => op.resourceName);
     adopt = [...new Set([...readAdoptList(file), ...creates])].sort();
-    if (adopt.length > 0) writeFileSync(file, `${JSON.stringify({ adopt }, null, 2)}\n`);
+    if (adopt.length > 0) writeFileSync(file, `${JSON.stringify({ adopt }, null, 2)}\n`, { mode: 0o600 });
     await prepared.stack.refresh({
       clearPendingCreates: true,
       ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
     });
   } catch (error) {
-    throw translateLock(error, options.stack);
+    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
   } finally {
     prepared.release();
   }

@@ -8,6 +8,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { homedir, hostname } from "node:os";
 import path from "node:path";
+import { assertValidStackName } from "./stack-name";
 
 export interface LockHolder {
   readonly file: string;
@@ -31,6 +32,7 @@ export class LiveLockError extends Error {
 }
 
 function lockDirs(backendDir: string, project: string, stack: string): string[] {
+  assertValidStackName(stack); // joined into paths below
   const root = path.join(backendDir, ".pulumi", "locks");
   if (!existsSync(root)) return [];
   // The org segment is "organization" for project-scoped diy stacks; look under each to be safe.

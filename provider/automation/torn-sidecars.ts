@@ -9,6 +9,7 @@
 // that is not valid JSON is removed, as are temporary files of the dead writer.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { assertValidStackName } from "./stack-name";
 
 function isTorn(file: string): boolean {
   try {
@@ -21,6 +22,7 @@ function isTorn(file: string): boolean {
 
 /** Call only once the stack's lock is known stale (no writer alive). Returns the removed files. */
 export function repairTornWrites(backendDir: string, project: string, stack: string): string[] {
+  assertValidStackName(stack); // joined into paths below
   const pulumiDir = path.join(backendDir, ".pulumi");
   const removed: string[] = [];
   const sweep = (dir: string, belongs: (name: string) => boolean) => {

@@ -3,10 +3,26 @@
 // the default file backend, and node_modules links to the exact @pulumi/pulumi
 // and pulumi-user-groups this process uses. Pulumi starts the dynamic-provider
 // plugin in the work directory, and both packages must resolve from there.
-import { mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+//
+// Those two links decide which code runs with the API key in its environment,
+// and for the CLI the work directory sits in a repository a pull request can
+// change. So only the exact symlink made here is accepted: a symlink elsewhere
+// is replaced, anything else (a planted directory or file) is refused. The
+// directories are made with mode 0700: state and settings are the user's alone.
+import { chmodSync, lstatSync, mkdirSync, realpathSync, rmSync, type Stats, symlinkSync } from "node:fs";
 import path from "node:path";
 
 export const PROJECT_NAME = "user-groups";
+
+export class UntrustedWorkspaceError extends Error {
+  constructor(readonly linkPath: string, readonly expectedTarget: string) {
+    super(
+      `${linkPath} is not the link to ${expectedTarget} that pulumi-user-groups makes: refusing to run code from it ` +
+        "with the API key in its environment. Remove it (it may have been planted, e.g. committed to the repository) and run again.",
+    );
+    this.name = "UntrustedWorkspaceError";
+  }
+}
 
 function packageRoot(specifier: string): string {
   return path.dirname(require.resolve(`${specifier}/package.json`));
@@ -17,20 +33,52 @@ function ownPackageRoot(): string {
   return packageRoot("pulumi-user-groups");
 }
 
-function link(target: string, linkPath: string): void {
+function lstatOrUndefined(file: string): Stats | undefined {
   try {
-    if (readlinkSync(linkPath) === target) return;
-    rmSync(linkPath, { force: true, recursive: true });
-  } catch {
-    // not there yet
+    return lstatSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
   }
-  mkdirSync(path.dirname(linkPath), { recursive: true });
+}
+
+/** A symlink whose real path is the target's. */
+function isOurLink(linkPath: string, target: string): boolean {
+  if (lstatOrUndefined(linkPath)?.isSymbolicLink() !== true) return false;
+  try {
+    return realpathSync(linkPath) === realpathSync(target);
+  } catch {
+    return false; // dangling
+  }
+}
+
+function link(target: string, linkPath: string): void {
+  if (isOurLink(linkPath, target)) return;
+  const existing = lstatOrUndefined(linkPath);
+  if (existing?.isSymbolicLink()) rmSync(linkPath); // removes the link itself, never what it points to
+  else if (existing !== undefined) throw new UntrustedWorkspaceError(linkPath, target);
+  mkdirSync(path.dirname(linkPath), { recursive: true, mode: 0o700 });
   try {
     symlinkSync(target, linkPath, "dir");
   } catch (error) {
-    // A concurrent run may have made the same link.
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    // A concurrent run may have made the same link; anything else there is not ours.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST" || !isOurLink(linkPath, target)) {
+      throw (error as NodeJS.ErrnoException).code === "EEXIST" ? new UntrustedWorkspaceError(linkPath, target) : error;
+    }
   }
+}
+
+/**
+ * Makes `dir` (mode 0700) if missing. With `tighten`, an existing one of ours
+ * becomes 0700 too (the state directory: ours alone; the work directory may be
+ * one the caller chose for more than this, so it is left as it is).
+ */
+function privateDir(dir: string, tighten: boolean): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!tighten) return;
+  const stats = lstatSync(dir);
+  const mine = typeof process.getuid !== "function" || stats.uid === process.getuid();
+  if (stats.isDirectory() && mine && (stats.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }
 
 export interface PreparedWorkspace {
@@ -40,13 +88,13 @@ export interface PreparedWorkspace {
 
 export function prepareWorkspace(workDir: string, backendUrl: string | undefined): PreparedWorkspace {
   const absolute = path.resolve(workDir);
-  mkdirSync(absolute, { recursive: true });
+  privateDir(absolute, false);
   link(packageRoot("@pulumi/pulumi"), path.join(absolute, "node_modules", "@pulumi", "pulumi"));
   link(ownPackageRoot(), path.join(absolute, "node_modules", "pulumi-user-groups"));
   let url = backendUrl;
   if (url === undefined) {
     const stateDir = path.join(absolute, "state");
-    mkdirSync(stateDir, { recursive: true });
+    privateDir(stateDir, true);
     url = `file://${stateDir}`;
   }
   return { workDir: absolute, backendUrl: url };

@@ -23,7 +23,9 @@ import {
   StackLockedError,
 } from "../automation/index";
 import { LiveLockError } from "../automation/stale-lock";
+import { UntrustedWorkspaceError } from "../automation/workspace";
 import { groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
+import { isValidStackName } from "../automation/stack-name";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -100,6 +102,9 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
     throw new UsageError(`the first argument must be one of ${OPERATIONS.join(", ")}${operation ? `, not "${operation}"` : ""}`);
   }
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  if (values.stack !== undefined && !isValidStackName(values.stack)) {
+    throw new UsageError('--stack takes letters, digits, "-", "_" and "." (at most 100), optionally as org/stack or org/project/stack');
+  }
   if (!values.file) throw new UsageError("--file is required");
   if (values["expect-no-changes"] && operation !== "preview" && operation !== "refresh") {
     throw new UsageError("--expect-no-changes goes with preview or refresh");
@@ -293,7 +298,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     return EXIT_OK;
   } catch (error) {
     const message =
-      error instanceof StackLockedError || error instanceof LiveLockError || error instanceof GroupsValidationError ? error.message : describeRunFailure(error);
+      error instanceof StackLockedError ||
+      error instanceof LiveLockError ||
+      error instanceof GroupsValidationError ||
+      error instanceof UntrustedWorkspaceError
+        ? error.message
+        : describeRunFailure(error);
     io.stderr(`user-groups: ${args.operation} of stack "${args.stack}" failed: ${message}\n`);
     return error instanceof GroupsValidationError ? EXIT_USAGE : EXIT_FAILED;
   }

@@ -23,6 +23,7 @@ import {
 import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import { Redactor } from "./redact";
+import { assertSecureTransport } from "./transport";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
 
 export interface Timeouts {
@@ -36,6 +37,8 @@ export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000
 export interface ClientOptions {
   readonly baseUrl: string;
   readonly apiKey: string;
+  /** Plain http to a host that is not loopback (the key travels unencrypted). Off unless the user opts in. */
+  readonly allowInsecureHttp?: boolean;
   readonly retry?: Partial<RetryPolicy>;
   readonly timeouts?: Partial<Timeouts>;
   /** Connections kept open per origin. */
@@ -85,6 +88,7 @@ export class UserGroupsClient {
     if (url.protocol !== "http:" && url.protocol !== "https:") {
       throw new Error(`The user-groups base URL must be http(s), got "${url.protocol}"`);
     }
+    assertSecureTransport(url, options.allowInsecureHttp === true);
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, "");
     this.baseUrl = `${this.origin}${this.pathPrefix}`;

@@ -9,9 +9,12 @@ const SECRET_FIELDS = new Set(["token", "current_token", "apiKey", "api_key", "a
 export class Redactor {
   private readonly secrets = new Set<string>();
 
-  /** Remembers a secret so that later text containing it is redacted. Short strings are ignored: they would mangle text. */
+  /**
+   * Remembers a secret so that later text containing it is redacted, whatever its
+   * length: a short key also blanks the same letters elsewhere, which beats leaking it.
+   */
   add(secret: string | undefined): void {
-    if (secret && secret.length >= 8) this.secrets.add(secret);
+    if (secret) this.secrets.add(secret);
   }
 
   text(value: string): string {

@@ -5,6 +5,8 @@
 export const CONFIG_NAMESPACE = "user-groups";
 export const ENV_BASE_URL = "USER_GROUPS_BASE_URL";
 export const ENV_API_KEY = "USER_GROUPS_API_KEY";
+/** Opt-in to plain http to a host that is not loopback (config `user-groups:allowInsecureHttp`). */
+export const ENV_ALLOW_INSECURE_HTTP = "USER_GROUPS_ALLOW_INSECURE_HTTP";
 
 /** Reads one stack config value by full key ("user-groups:apiKey"). Structured values may come as JSON text. */
 export type ConfigLookup = (key: string) => unknown;
@@ -12,6 +14,8 @@ export type ConfigLookup = (key: string) => unknown;
 export interface Credentials {
   readonly baseUrl: string;
   readonly apiKey: string;
+  /** The user opted in to plain http off loopback (see client/transport.ts). */
+  readonly allowInsecureHttp: boolean;
 }
 
 export class MissingCredentialsError extends Error {
@@ -75,5 +79,13 @@ export function resolveCredentials(profile: string | undefined, config: ConfigLo
       `No API key for ${who}: run \`pulumi config set${setFlag} --secret ${configHint.apiKey} <key>\` or set ${ENV_API_KEY}${envSuffix}.`,
     );
   }
-  return { baseUrl, apiKey };
+  return { baseUrl, apiKey, allowInsecureHttp: allowsInsecureHttp(config, env) };
+}
+
+/** `user-groups:allowInsecureHttp` true in stack config, or USER_GROUPS_ALLOW_INSECURE_HTTP=1 (or true). */
+export function allowsInsecureHttp(config: ConfigLookup, env: NodeJS.ProcessEnv): boolean {
+  const configured = config(`${CONFIG_NAMESPACE}:allowInsecureHttp`);
+  if (configured === true || configured === "true") return true;
+  const fromEnv = env[ENV_ALLOW_INSECURE_HTTP]?.trim().toLowerCase();
+  return fromEnv === "1" || fromEnv === "true";
 }

@@ -84,8 +84,8 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
   }
 
   private clientFor(profile: string | undefined): UserGroupsClient {
-    const { baseUrl, apiKey } = resolveCredentials(profile, this.config, this.surroundings.env);
-    const cacheKey = `${baseUrl}\u0000${apiKey}`;
+    const { baseUrl, apiKey, allowInsecureHttp } = resolveCredentials(profile, this.config, this.surroundings.env);
+    const cacheKey = `${baseUrl}\u0000${apiKey}\u0000${allowInsecureHttp}`;
     let client = this.clients.get(cacheKey);
     if (!client) {
       const debug = this.surroundings.env[DEBUG_ENV];
@@ -94,6 +94,7 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
       client = new UserGroupsClient({
         baseUrl,
         apiKey,
+        allowInsecureHttp,
         retry: tuning.retry,
         timeouts: tuning.timeouts,
         log: debug && debug !== "0" && debug !== "false" ? this.surroundings.debugSink : undefined,

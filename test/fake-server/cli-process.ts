@@ -16,11 +16,11 @@ export interface CliRun {
   exited: Promise<number | string>;
 }
 
-export function runCli(args: readonly string[]): CliRun {
+export function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun {
   const child = spawn(
     process.execPath,
     ["--experimental-transform-types", "--disable-warning=MODULE_TYPELESS_PACKAGE_JSON", "--disable-warning=ExperimentalWarning", "--import", hook, cli, ...args],
-    { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: root, stdio: ["ignore", "pipe", "pipe"], ...(env !== undefined ? { env } : {}) },
   );
   let out = "";
   let err = "";

@@ -11,7 +11,8 @@ useSharedServer((started) => (server = started));
 async function admin(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, target = server): Promise<Reply> {
   const res = await request(`${target.url}/__admin/${path}`, {
     method: method as "GET",
-    headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+    // Admin POSTs must be JSON (a browser form cannot send that cross-origin).
+    headers: body === undefined && method !== "POST" ? headers : { "content-type": "application/json", ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.body.text();

@@ -11,12 +11,12 @@ describe("resolveCredentials", () => {
       config({ "user-groups:baseUrl": "http://config", "user-groups:apiKey": "config-key" }),
       { USER_GROUPS_BASE_URL: "http://env", USER_GROUPS_API_KEY: "env-key" },
     );
-    expect(creds).toEqual({ baseUrl: "http://config", apiKey: "config-key" });
+    expect(creds).toEqual({ baseUrl: "http://config", apiKey: "config-key", allowInsecureHttp: false });
   });
 
   it("falls back to the environment field by field", () => {
     const creds = resolveCredentials(undefined, config({ "user-groups:baseUrl": "http://config" }), { USER_GROUPS_API_KEY: "env-key" });
-    expect(creds).toEqual({ baseUrl: "http://config", apiKey: "env-key" });
+    expect(creds).toEqual({ baseUrl: "http://config", apiKey: "env-key", allowInsecureHttp: false });
   });
 
   it("reads a profile from structured config, given as JSON text or as an object", () => {
@@ -24,8 +24,9 @@ describe("resolveCredentials", () => {
     expect(resolveCredentials("testing", config({ "user-groups:profiles": JSON.stringify(profiles) }), {})).toEqual({
       baseUrl: "http://t",
       apiKey: "t-key",
+      allowInsecureHttp: false,
     });
-    expect(resolveCredentials("customer", config({ "user-groups:profiles": profiles }), {})).toEqual({ baseUrl: "http://c", apiKey: "c-key" });
+    expect(resolveCredentials("customer", config({ "user-groups:profiles": profiles }), {})).toEqual({ baseUrl: "http://c", apiKey: "c-key", allowInsecureHttp: false });
   });
 
   it("reads a profile from USER_GROUPS_*_<PROFILE>, upper-cased", () => {
@@ -34,7 +35,7 @@ describe("resolveCredentials", () => {
       USER_GROUPS_API_KEY_EU_TESTING: "eu-key",
       USER_GROUPS_API_KEY: "default-key",
     });
-    expect(creds).toEqual({ baseUrl: "http://eu", apiKey: "eu-key" });
+    expect(creds).toEqual({ baseUrl: "http://eu", apiKey: "eu-key", allowInsecureHttp: false });
     expect(profileEnvSuffix("eu-testing")).toBe("EU_TESTING");
   });
 

@@ -3,7 +3,7 @@
 // declares UserGroups must not load the HTTP client's undici and zod. Runs the
 // built package (dist/, built by pretest) as an installed one would run.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -55,17 +55,27 @@ console.log(JSON.stringify([UserGroup, UserGroupsClient, UserGroupApiError, User
     expect(result).toEqual(["function", "function", "function", "function", "function"]);
   });
 
-  it("the provider runtime turns on Node's compile cache, so the next dynamic-provider process compiles less", () => {
+  it("the provider runtime turns on Node's compile cache in a directory of the user's own, never the shared temp directory", () => {
     const tmp = mkdtempSync(path.join(os.tmpdir(), "ug-compile-cache-"));
     cacheDirs.push(tmp);
+    const home = path.join(tmp, "home");
+    const sharedTmp = path.join(tmp, "shared-tmp");
+    mkdirSync(home);
+    mkdirSync(sharedTmp);
     const script = `const m = require("node:module"); const before = m.getCompileCacheDir() ?? null;
 require("pulumi-user-groups/provider-runtime"); console.log(JSON.stringify({ before, after: m.getCompileCacheDir() ?? null }));`;
-    // Node's default cache directory is under the temp directory: a fresh one shows what was written.
-    const env = { TMPDIR: tmp, NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+    const env = { HOME: home, TMPDIR: sharedTmp, XDG_CACHE_HOME: undefined, NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
     const on = runNode(["-e", script], env) as { before: string | null; after: string | null };
     expect(on.before).toBeNull();
-    expect(on.after).toContain(tmp);
+    const own = path.join(home, ".cache", "pulumi-user-groups", "compile-cache");
+    expect(on.after).toContain(own);
+    expect(statSync(own).mode & 0o777).toBe(0o700);
     expect(readdirSync(on.after!, { recursive: true }).length).toBeGreaterThan(0);
+    // Nothing in the shared temp directory, where another user could plant cache entries.
+    expect(readdirSync(sharedTmp)).toEqual([]);
+    // A directory the user chose is theirs to choose.
+    const chosen = path.join(tmp, "chosen");
+    expect((runNode(["-e", script], { ...env, NODE_COMPILE_CACHE: chosen }) as { after: string }).after).toContain(chosen);
     // Node's own switch turns it off.
     expect(runNode(["-e", script], { ...env, NODE_DISABLE_COMPILE_CACHE: "1" })).toEqual({ before: null, after: null });
   });
