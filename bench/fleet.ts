@@ -8,8 +8,10 @@ import { execFile } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import * as pulumi from "@pulumi/pulumi";
 import { startFakeServer, type FakeServer } from "../fake-server/index.js";
 import { provisionUserGroups, type RunOptions, UserGroupFleet } from "../provider/automation/index.js";
+import { selectStack } from "../provider/automation/provision.js";
 import { startPostgres } from "../test/support/postgres.js";
 import { median, percentile } from "./stats.js";
 
@@ -24,6 +26,8 @@ export interface FleetSize {
   readonly ensureSeconds: readonly number[];
   /** Seconds of a fleet.ensure of a group the stack already holds as asked (no engine run). */
   readonly sameSeconds: readonly number[];
+  /** Seconds of the shaped floor's targeted up of one new no-op resource among N (the engine's part of an ensure). */
+  readonly floorOneSeconds: readonly number[];
 }
 
 export interface FleetConcurrency {
@@ -35,6 +39,9 @@ export interface FleetConcurrency {
   readonly engineRuns: number;
   /** The median single ensure at this fleet size, for the "wall <= 2x one ensure" goal. */
   readonly oneEnsureSeconds: number;
+  /** The shaped floor: one targeted up of `calls` new no-op resources among `fleetSize`, and of one. */
+  readonly floorWallSeconds: number;
+  readonly floorOneSeconds: number;
 }
 
 export interface FleetProcesses {
@@ -65,6 +72,44 @@ function runOptions(server: FakeServer, workDir: string, stack: string, backendU
   };
 }
 
+/**
+ * The shaped floor (docs/performance.md): a no-op dynamic resource of a
+ * UserGroup's shape, its 64-character token secret. Its targeted `up` is what
+ * the engine and backend charge for a fleet's run with no code of ours.
+ */
+const shapedNoop: pulumi.dynamic.ResourceProvider = {
+  async create(inputs) {
+    const id = String(inputs.userGroupId);
+    return { id, outs: { ...inputs, token: id.padStart(64, "0"), teamId: 1, providedId: id, apiEnvironmentTag: "Customer" } };
+  },
+};
+const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";
+class ShapedNoop extends pulumi.dynamic.Resource {}
+
+function declareShaped(ids: readonly string[]): () => Promise<void> {
+  return async () => {
+    for (const id of ids) {
+      new ShapedNoop(
+        shapedNoop,
+        id,
+        { name: `floor ${id}`, userGroupId: id, mapping: {}, adoptExisting: false, token: undefined, teamId: undefined, providedId: undefined, apiEnvironmentTag: undefined },
+        { additionalSecretOutputs: ["token"] },
+      );
+    }
+  };
+}
+
+/** A stack of N shaped no-op resources; returns a function timing a targeted up of new ones. */
+async function shapedFloor(options: RunOptions, n: number): Promise<(ids: readonly string[]) => Promise<number>> {
+  const { stack } = await selectStack(options, declareShaped(groupsOf("seed", n).map((g) => g.userGroupId)));
+  await stack.up();
+  return async (ids) => {
+    const start = performance.now();
+    await stack.up({ program: declareShaped(ids), target: ids.map((id) => `urn:pulumi:${options.stack}::user-groups::${FLOOR_TYPE}::${id}`) });
+    return seconds(start);
+  };
+}
+
 const groupsOf = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => ({ name: `${prefix} ${i}`, userGroupId: `${prefix}-${i}` }));
 
 async function measureSize(n: number, reps: number, workRoot: string, log: (line: string) => void): Promise<FleetSize> {
@@ -74,6 +119,7 @@ async function measureSize(n: number, reps: number, workRoot: string, log: (line
   mkdirSync(workDir, { recursive: true });
   const options = runOptions(server, workDir, `fleet-${n}`);
   const fleet = new UserGroupFleet(options);
+  const floorUp = await shapedFloor({ ...options, stack: `floor-${n}` }, n);
   try {
     const seeded = groupsOf("seed", n);
     let start = performance.now();
@@ -83,6 +129,7 @@ async function measureSize(n: number, reps: number, workRoot: string, log: (line
     const wholeSetSeconds: number[] = [];
     const ensureSeconds: number[] = [];
     const sameSeconds: number[] = [];
+    const floorOneSeconds: number[] = [];
     for (let rep = 0; rep < reps; rep++) {
       // Today's way: the whole list plus one.
       declared.push({ name: `whole ${rep}`, userGroupId: `whole-${rep}` });
@@ -101,9 +148,13 @@ async function measureSize(n: number, reps: number, workRoot: string, log: (line
       const same = await fleet.ensure(spec);
       sameSeconds.push(seconds(start));
       if (same.change !== "same") throw new Error(`a repeated ensure answered ${same.change}, expected same`);
-      log(`  N=${n} rep ${rep + 1}: provisionUserGroups of N+1 ${wholeSetSeconds.at(-1)!.toFixed(2)} s, ensure ${ensureSeconds.at(-1)!.toFixed(2)} s, ensure (held) ${sameSeconds.at(-1)!.toFixed(2)} s`);
+      floorOneSeconds.push(await floorUp([`floor-${rep}`]));
+      log(
+        `  N=${n} rep ${rep + 1}: provisionUserGroups of N+1 ${wholeSetSeconds.at(-1)!.toFixed(2)} s, ensure ${ensureSeconds.at(-1)!.toFixed(2)} s, ` +
+          `ensure (held) ${sameSeconds.at(-1)!.toFixed(2)} s, shaped floor's targeted up ${floorOneSeconds.at(-1)!.toFixed(2)} s`,
+      );
     }
-    return { n, wholeSetSeconds, ensureSeconds, sameSeconds };
+    return { n, wholeSetSeconds, ensureSeconds, sameSeconds, floorOneSeconds };
   } finally {
     await fleet.close();
     await server.close();
@@ -130,7 +181,20 @@ async function measureConcurrency(n: number, calls: number, oneEnsureSeconds: nu
     );
     const wallSeconds = seconds(start);
     durations.sort((a, b) => a - b);
-    return { fleetSize: n, calls, wallSeconds, p50Seconds: percentile(durations, 0.5), p95Seconds: percentile(durations, 0.95), engineRuns: fleet.engineRuns, oneEnsureSeconds };
+    const floorUp = await shapedFloor({ ...options, stack: `floor-concurrent-${n}` }, n);
+    const floorOneSeconds = await floorUp(["floor-one"]);
+    const floorWallSeconds = await floorUp(groupsOf("floor-burst", calls).map((g) => g.userGroupId));
+    return {
+      fleetSize: n,
+      calls,
+      wallSeconds,
+      p50Seconds: percentile(durations, 0.5),
+      p95Seconds: percentile(durations, 0.95),
+      engineRuns: fleet.engineRuns,
+      oneEnsureSeconds,
+      floorWallSeconds,
+      floorOneSeconds,
+    };
   } finally {
     await fleet.close();
     await server.close();
