@@ -392,3 +392,25 @@ export function takeBatch(queue: Request[]): Request[] {
   queue.splice(0, queue.length, ...rest);
   return batch;
 }
+
+/** A whole-set run (the CLI's up/destroy, provisionUserGroups) refused on a fleet's stack. */
+export class FleetStackError extends Error {
+  constructor(
+    readonly stackName: string,
+    readonly operation: string,
+  ) {
+    super(
+      `Stack "${stackName}" is a UserGroupFleet's stack: its groups are added one by one by a service, and a whole-set ${operation} ` +
+        `would ${operation === "destroy" ? "delete every one of them" : "delete every group the groups file does not list"}. Nothing was changed. ` +
+        "Drive this stack with UserGroupFleet (remove() deletes one group), or pass --force if you really mean to.",
+    );
+    this.name = "FleetStackError";
+  }
+}
+
+/** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not. */
+export async function isFleetStack(options: RunOptions): Promise<boolean> {
+  const { stack } = await selectStack(options, async () => ({}));
+  const outputs = await stack.outputs();
+  return outputs[FLEET_MARKER_OUTPUT]?.value === true;
+}

@@ -22,6 +22,8 @@ export {
   FleetClosedError,
   FleetEnsureError,
   FleetGroupError,
+  FleetStackError,
+  isFleetStack,
   type FleetOptions,
   UserGroupFleet,
 } from "./fleet";
