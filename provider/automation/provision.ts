@@ -1,12 +1,14 @@
 // Provisioning many groups from code: an inline Automation-API program that
 // declares one UserGroup per entry. The engine runs in a child process; the
 // program runs in this one.
-import { type EngineEvent, LocalWorkspace, type OutputMap, type Stack } from "@pulumi/pulumi/automation";
+import { type EngineEvent, LocalWorkspace, type LocalWorkspaceOptions, type OutputMap, type PulumiFn, type Stack } from "@pulumi/pulumi/automation";
 import path from "node:path";
+import { diffUserGroup } from "../logic/diff";
+import type { CheckedInputs } from "../logic/inputs";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { isStackLocked, StackLockedError } from "./lock-wait";
+import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -17,6 +19,8 @@ export interface GroupResult {
   readonly userGroupId: string;
   readonly profile?: string;
   readonly change: GroupChange;
+  /** For an update or replace: the inputs that change (a replace lists its reason first: userGroupId or profile). */
+  readonly changedFields?: readonly string[];
   /** After up: what the service holds. The token is yours to keep secret. */
   readonly name?: string;
   readonly token?: string;
@@ -69,6 +73,10 @@ export interface RunOptions {
   readonly onOutput?: (text: string) => void;
   /** How many resource operations Pulumi runs at once (default: Pulumi's). */
   readonly parallel?: number;
+  /** How long to wait for a stack another run holds (jittered backoff); default 0: fail at once with StackLockedError. */
+  readonly lockTimeoutMs?: number;
+  /** Told before each wait for a locked stack. */
+  readonly onLockWait?: (waitMs: number, waitedMs: number) => void;
 }
 
 export interface ProvisionOptions extends RunOptions {
@@ -131,6 +139,7 @@ function nameFromUrn(urn: string): string {
 /** Follows the engine's events and keeps, per group, the most telling change. */
 class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
+  readonly changedFields = new Map<string, string[]>();
   constructor(private readonly onEvent?: (event: GroupEvent) => void) {}
 
   handle = (event: EngineEvent): void => {
@@ -146,6 +155,10 @@ class ChangeTracker {
     if (failed) change = "failed";
     const previous = this.changes.get(resourceName);
     if (previous !== "failed" && !(previous === "replace" && change !== "failed")) this.changes.set(resourceName, change);
+    if (pre && (change === "update" || change === "replace") && pre.old?.inputs && pre.new?.inputs && !this.changedFields.has(resourceName)) {
+      const outcome = diffUserGroup(pre.old.inputs as Partial<CheckedInputs>, pre.new.inputs as unknown as CheckedInputs);
+      this.changedFields.set(resourceName, [...outcome.replaces, ...outcome.updates]);
+    }
     this.onEvent?.({
       resourceName,
       phase: failed ? "failed" : done ? "done" : "started",
@@ -170,7 +183,24 @@ export function workspaceOf(options: RunOptions): PreparedWorkspace {
   );
 }
 
-export async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
+export class StackNotFoundError extends Error {
+  constructor(
+    readonly stackName: string,
+    backendUrl: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Stack "${stackName}" does not exist in ${backendUrl}: nothing to read or delete. Nothing was changed.`, options);
+    this.name = "StackNotFoundError";
+  }
+}
+
+export interface OpenStackOptions {
+  /** Select the stack only: a missing stack is a StackNotFoundError, never a new empty stack. */
+  readonly mustExist?: boolean;
+}
+
+/** Opens (or creates) the stack with a program of these groups, or with the given program. */
+export async function openStack(options: RunOptions, program: readonly GroupSpec[] | PulumiFn, open: OpenStackOptions = {}): Promise<PreparedRun> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   if (passphrase === undefined && passphraseFile === undefined) {
@@ -181,25 +211,32 @@ export async function openStack(options: RunOptions, specs: readonly GroupSpec[]
   if (running.has(key)) throw new StackLockedError(options.stack);
   running.add(key);
   try {
-    const stack = await LocalWorkspace.createOrSelectStack(
-      { stackName: options.stack, projectName: PROJECT_NAME, program: programFor(specs) },
-      {
-        workDir: workspace.workDir,
-        projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
-        envVars: {
-          PULUMI_SKIP_UPDATE_CHECK: "true",
-          PULUMI_BACKEND_URL: workspace.backendUrl,
-          ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
-          ...options.envVars,
-        },
+    const args = { stackName: options.stack, projectName: PROJECT_NAME, program: typeof program === "function" ? program : programFor(program) };
+    const settings: LocalWorkspaceOptions = {
+      workDir: workspace.workDir,
+      projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
+      envVars: {
+        PULUMI_SKIP_UPDATE_CHECK: "true",
+        PULUMI_BACKEND_URL: workspace.backendUrl,
+        ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
+        ...options.envVars,
       },
-    );
+    };
+    const stack = open.mustExist ? await LocalWorkspace.selectStack(args, settings) : await LocalWorkspace.createOrSelectStack(args, settings);
     if (options.config && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config);
     return { stack, backendUrl: workspace.backendUrl, release: () => running.delete(key) };
   } catch (error) {
     running.delete(key);
+    if (open.mustExist && isMissingStack(error)) {
+      throw new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error });
+    }
     throw translateLock(error, options.stack);
   }
+}
+
+/** Pulumi's `stack select` of a stack that does not exist. */
+function isMissingStack(error: unknown): boolean {
+  return error instanceof Error && /no stack named .* found/i.test(error.message);
 }
 
 /** Pulumi's own lock (another process on the same stack) becomes a StackLockedError. */
@@ -215,7 +252,8 @@ function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   return counts;
 }
 
-function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupChange>, outputs: OutputMap | undefined): GroupResult[] {
+function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outputs: OutputMap | undefined): GroupResult[] {
+  const changes = tracker.changes;
   const values = (outputs?.groups?.value ?? {}) as Record<string, Partial<GroupResult>>;
   const names = new Set<string>([...specs.map(resourceNameOf), ...changes.keys()]);
   return [...names].sort().map((resourceName) => {
@@ -228,6 +266,7 @@ function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupCha
       userGroupId: spec?.userGroupId ?? resourceName.slice(dot + 1),
       ...(profile !== undefined ? { profile } : {}),
       change: changes.get(resourceName) ?? "same",
+      ...(tracker.changedFields.has(resourceName) ? { changedFields: tracker.changedFields.get(resourceName) } : {}),
       ...(value.name !== undefined ? { name: value.name } : {}),
       ...(value.token !== undefined ? { token: value.token } : {}),
       ...(value.teamId !== undefined ? { teamId: value.teamId } : {}),
@@ -236,8 +275,22 @@ function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupCha
   });
 }
 
+/** Runs `attempt` waiting for a locked stack as long as `options.lockTimeoutMs` allows (default: fail fast). */
+export function withLockWait<T>(options: RunOptions, attempt: () => Promise<T>): Promise<T> {
+  return withStackLockWait(attempt, {
+    stackName: options.stack,
+    timeoutMs: options.lockTimeoutMs ?? 0,
+    ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
+  });
+}
+
 async function run(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
-  const prepared = await openStack(options, specs);
+  return withLockWait(options, () => runOnce(operation, options, specs));
+}
+
+async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
+  // refresh and destroy never run the program; they need a stack to work on, and never make one.
+  const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
   const tracker = new ChangeTracker(options.onEvent);
   const common = {
     onEvent: tracker.handle,
@@ -267,7 +320,7 @@ async function run(operation: Operation, options: RunOptions, specs: readonly Gr
       backendUrl: prepared.backendUrl,
       summary,
       changed: summary.create + summary.update + summary.replace + summary.delete > 0,
-      groups: groupResults(operation === "destroy" ? [] : specs, tracker.changes, outputs),
+      groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
     throw translateLock(error, options.stack);

@@ -189,6 +189,8 @@ describe("user-groups CLI", () => {
     expect(codes, first.stderr + second.stderr).toEqual([0, 1]);
     const loser = first.code === 1 ? first : second;
     expect(loser.stderr).toMatch(/Stack "default" is locked: another run on it is in progress/);
+    // Which run, since when, and that it is alive (same host).
+    expect(loser.stderr).toMatch(/pid \d+ on host "[^"]+" \(since \d{4}-[^)]+\) holds the lock and is still running/);
     expect(server.groups().find((g) => g.user_group_id === "acme" && g.environment === "Customer")?.properties).toEqual({ region: "eu", seats: 41 });
     expect((await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
   });
