@@ -73,6 +73,8 @@ export interface RunOptions {
   readonly onOutput?: (text: string) => void;
   /** How many resource operations Pulumi runs at once (default: Pulumi's). */
   readonly parallel?: number;
+  /** preview/up: read every group from the service first (out-of-band changes and deletions), as `pulumi up --refresh`. */
+  readonly refresh?: boolean;
   /** How long to wait for a stack another run holds (jittered backoff); default 0: fail at once with StackLockedError. */
   readonly lockTimeoutMs?: number;
   /** Told before each wait for a locked stack. */
@@ -297,14 +299,15 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
   };
+  const refresh = options.refresh === true ? { refresh: true } : {};
   try {
     let outputs: OutputMap | undefined;
     switch (operation) {
       case "preview":
-        await prepared.stack.preview(common);
+        await prepared.stack.preview({ ...common, ...refresh });
         break;
       case "up":
-        outputs = (await prepared.stack.up(common)).outputs;
+        outputs = (await prepared.stack.up({ ...common, ...refresh })).outputs;
         break;
       case "refresh":
         await prepared.stack.refresh(common);

@@ -33,6 +33,8 @@ Options:
   --yes, -y              apply without asking (required for up/destroy when not on a terminal)
   --json                 print one JSON document instead of progress and a table
   --show-secrets         with --json: include each group's token
+  --refresh              preview/up: read every group from the service first, so that a group
+                         deleted or changed out of band is put back (needs an API key)
   --expect-no-changes    preview/refresh: exit 3 when anything would change
   --summary-file PATH    preview/up/drift: write a Markdown summary for reviewers (no tokens);
                          without it, appended to GITHUB_STEP_SUMMARY when that is set
@@ -61,6 +63,8 @@ export interface CliArgs {
   readonly json: boolean;
   readonly showSecrets: boolean;
   readonly expectNoChanges: boolean;
+  /** preview/up: refresh first. */
+  readonly refresh: boolean;
   readonly summaryFile?: string;
   readonly lockTimeoutMs?: number;
   readonly parallel?: number;
@@ -87,6 +91,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
         json: { type: "boolean", default: false },
         "show-secrets": { type: "boolean", default: false },
         "expect-no-changes": { type: "boolean", default: false },
+        refresh: { type: "boolean", default: false },
         "summary-file": { type: "string" },
         "lock-timeout": { type: "string" },
         parallel: { type: "string" },
@@ -108,6 +113,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
   if (values["expect-no-changes"] && op !== "preview" && op !== "refresh") {
     throw new UsageError("--expect-no-changes goes with preview or refresh");
   }
+  if (values.refresh && op !== "preview" && op !== "up") throw new UsageError("--refresh goes with preview or up");
   if (values["summary-file"] !== undefined && !SUMMARIZED.includes(op)) throw new UsageError("--summary-file goes with preview, up or drift");
   if (values["show-secrets"] && !values.json) throw new UsageError("--show-secrets goes with --json (tokens are never printed in tables)");
   if (values["show-secrets"] && op === "drift") throw new UsageError("--show-secrets does not go with drift (it reports no tokens)");
@@ -132,6 +138,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
     json: values.json ?? false,
     showSecrets: values["show-secrets"] ?? false,
     expectNoChanges: values["expect-no-changes"] ?? false,
+    refresh: values.refresh ?? false,
     ...(values["summary-file"] !== undefined ? { summaryFile: values["summary-file"] } : {}),
     ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
     ...(parallel !== undefined ? { parallel } : {}),

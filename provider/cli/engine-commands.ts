@@ -75,6 +75,7 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
     ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}),
     ...(args.parallel !== undefined ? { parallel: args.parallel } : {}),
     ...(args.lockTimeoutMs !== undefined ? { lockTimeoutMs: args.lockTimeoutMs } : {}),
+    ...(args.refresh ? { refresh: true } : {}),
     onLockWait: lockWaitReporter(args, io, () => backendUrl),
   };
   const withGroups = { ...base, groups: groups ?? [] };

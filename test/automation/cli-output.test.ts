@@ -21,6 +21,7 @@ describe("parseCliArgs", () => {
       json: false,
       showSecrets: false,
       expectNoChanges: false,
+      refresh: false,
       parallel: 4,
     });
   });
