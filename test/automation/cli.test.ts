@@ -195,6 +195,17 @@ describe("user-groups CLI", () => {
     expect((await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
   });
 
+  it("with --lock-timeout, a second concurrent run waits for the first instead of failing", async () => {
+    writeGroups(GROUPS.replace("seats: 40", "seats: 42"));
+    const [first, second] = await Promise.all([
+      cliPrinted("up", "--file", groupsFile, "--yes", "--lock-timeout", "5m"),
+      cliPrinted("up", "--file", groupsFile, "--yes", "--lock-timeout", "5m"),
+    ]);
+    expect([first.code, second.code], first.stderr + second.stderr).toEqual([0, 0]);
+    expect(first.stderr + second.stderr).toMatch(/stack "default" is locked by another run; waiting up to 5 min/);
+    expect(server.groups().find((g) => g.user_group_id === "acme" && g.environment === "Customer")?.properties).toEqual({ region: "eu", seats: 42 });
+  });
+
   it("destroys every group of the stack", async () => {
     const destroy = await cliPrinted("destroy", "--file", groupsFile, "--yes");
     expect(destroy.code, destroy.stderr).toBe(0);
