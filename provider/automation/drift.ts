@@ -11,7 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../resource/user-group";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { openStack, type RunOptions, translateLock, withLockWait } from "./provision";
+import { openStack, type RunOptions, translateLock, withLockWait, withoutCredentials } from "./provision";
 
 export type DriftKind =
   | "deleted" // in the state, gone from the service
@@ -33,6 +33,7 @@ export interface GroupDrift {
 
 export interface DriftReport {
   readonly stack: string;
+  /** Without credentials. */
   readonly backendUrl: string;
   /** Groups the state holds (each one read from the service). */
   readonly checked: number;
@@ -199,6 +200,6 @@ export async function detectDrift(options: DriftOptions): Promise<DriftReport> {
       prepared.release();
     }
     const drift = compareDrift(state, service, file);
-    return { stack: options.stack, backendUrl: prepared.backendUrl, checked: state.length, inSync: drift.length === 0, drift };
+    return { stack: options.stack, backendUrl: withoutCredentials(prepared.backendUrl), checked: state.length, inSync: drift.length === 0, drift };
   });
 }

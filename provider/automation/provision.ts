@@ -191,9 +191,14 @@ export class StackNotFoundError extends Error {
     backendUrl: string,
     options?: { cause?: unknown },
   ) {
-    super(`Stack "${stackName}" does not exist in ${backendUrl}: nothing to read or delete. Nothing was changed.`, options);
+    super(`Stack "${stackName}" does not exist in ${withoutCredentials(backendUrl)}: nothing to read or delete. Nothing was changed.`, options);
     this.name = "StackNotFoundError";
   }
+}
+
+/** A backend URL fit for a message or a report: a user name and password (postgres://u:p@host) left out. */
+export function withoutCredentials(backendUrl: string): string {
+  return backendUrl.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1");
 }
 
 export interface OpenStackOptions {

@@ -14,6 +14,7 @@ import {
   type RunOptions,
   type RunResult,
   StackNotFoundError,
+  workspaceOf,
 } from "../automation/provision";
 import { recoverStack } from "../automation/recover";
 import { LiveLockError } from "../automation/stale-lock";
@@ -41,8 +42,9 @@ function writeSummary(args: CliArgs, io: CliIo, markdown: string): void {
   else if (io.env.GITHUB_STEP_SUMMARY) appendFileSync(io.env.GITHUB_STEP_SUMMARY, `${markdown}\n`);
 }
 
+/** The command that clears a dead run's lock (a backend URL may hold a password: named, not repeated). */
 function recoverCommand(args: CliArgs): string {
-  return `user-groups recover --stack ${args.stack} --file ${args.file ?? "<groups file>"}${args.backendUrl !== undefined ? ` --backend-url ${args.backendUrl}` : ""}`;
+  return `user-groups recover --stack ${args.stack} --file ${args.file ?? "<groups file>"}${args.backendUrl !== undefined ? " --backend-url <the same URL>" : ""}`;
 }
 
 /** Waiting for a lock: say who holds it, once; a dead holder will never release it, so stop waiting. */
@@ -68,16 +70,17 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
     return EXIT_USAGE;
   }
   const workDir = path.join(args.file !== undefined ? path.dirname(path.resolve(args.file)) : process.cwd(), ".user-groups");
-  let backendUrl = args.backendUrl ?? (io.env.PULUMI_BACKEND_URL || `file://${path.join(workDir, "state")}`);
-  const base: RunOptions = {
+  const base: { -readonly [K in keyof RunOptions]: RunOptions[K] } = {
     stack: args.stack,
     workDir,
     ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}),
     ...(args.parallel !== undefined ? { parallel: args.parallel } : {}),
     ...(args.lockTimeoutMs !== undefined ? { lockTimeoutMs: args.lockTimeoutMs } : {}),
     ...(args.refresh ? { refresh: true } : {}),
-    onLockWait: lockWaitReporter(args, io, () => backendUrl),
   };
+  // Where the lock lives, for messages about it: only asked when a lock is met.
+  const backendUrl = () => workspaceOf(base).backendUrl;
+  base.onLockWait = lockWaitReporter(args, io, backendUrl);
   const withGroups = { ...base, groups: groups ?? [] };
   const progress: Array<{ finish(): void }> = [];
   // A fresh progress display for each run (the confirmation preview is a run of its own).
@@ -94,7 +97,6 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
   try {
     if (args.operation === "drift") {
       const report = await detectDrift({ ...base, ...(groups !== undefined ? { groups } : {}) });
-      backendUrl = report.backendUrl;
       io.stdout(args.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatDriftTable(report)}\n`);
       writeSummary(args, io, driftSummaryMarkdown(report));
       return report.inSync ? EXIT_OK : EXIT_CHANGES;
@@ -116,7 +118,6 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
     }
     const result = await runOperation(args, io, options(withGroups));
     endProgress();
-    backendUrl = result.backendUrl;
     io.stdout(args.json ? `${JSON.stringify(jsonDocument(result, args.showSecrets), null, 2)}\n` : `${formatTable(result)}\n`);
     if (args.operation === "preview" || args.operation === "up") writeSummary(args, io, runSummaryMarkdown(result));
     if (args.expectNoChanges && result.changed) {
@@ -155,9 +156,9 @@ async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { gr
   }
 }
 
-function describeFailure(error: unknown, args: CliArgs, backendUrl: string): string {
+function describeFailure(error: unknown, args: CliArgs, backendUrl: () => string): string {
   if (error instanceof StackLockedError || error instanceof StackLockTimeoutError) {
-    const { text } = explainLock(backendUrl, args.stack, recoverCommand(args));
+    const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args));
     if (text === undefined) return error.message;
     return error instanceof StackLockTimeoutError ? `${text}\n  (waited ${formatDuration(error.waitedMs)}, the lock timeout)` : text;
   }

@@ -1,6 +1,7 @@
 // What drift reports, from the state, what the service holds now, and the groups file.
 import { describe, expect, it } from "vitest";
 import { compareDrift, type ServiceGroup, type StateGroup, stateGroupsOf } from "../../provider/automation/drift";
+import { withoutCredentials } from "../../provider/automation/provision";
 import { USER_GROUP_TYPE } from "../../provider/resource/user-group";
 
 const stateGroup = (id: string, extra: Partial<StateGroup> = {}): StateGroup => ({
@@ -60,5 +61,13 @@ describe("stateGroupsOf", () => {
     });
     const groups = stateGroupsOf({ resources: [{ urn: "urn:pulumi:s::user-groups::pulumi:pulumi:Stack::user-groups-s", type: "pulumi:pulumi:Stack" }, resource("a"), resource("b", { delete: true })] });
     expect(groups).toEqual([{ resourceName: "default.a", inputs: { name: "G a", userGroupId: "a", mapping: {} }, name: "G a", properties: { n: 1 }, token: "tok-a" }]);
+  });
+});
+
+describe("withoutCredentials", () => {
+  it("leaves a user name and password out of a backend URL shown in a message or report", () => {
+    expect(withoutCredentials("postgres://ci:s3cret@db.internal:5432/pulumi")).toBe("postgres://db.internal:5432/pulumi");
+    expect(withoutCredentials("s3://bucket/prefix?region=eu-west-1")).toBe("s3://bucket/prefix?region=eu-west-1");
+    expect(withoutCredentials("file:///home/ci/state")).toBe("file:///home/ci/state");
   });
 });

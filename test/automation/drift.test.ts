@@ -3,7 +3,7 @@
 // on the service (the fake server's journal), the state byte for byte as it
 // was, a read-only key enough; no groups file needed once the stack exists;
 // a lock whose run is gone named as such.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
@@ -11,9 +11,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
-const CLI = path.join(REPO_ROOT, "dist/provider/cli/user-groups.js");
 const RW_KEY = "drift-test-key-read-write-0001";
 const RO_KEY = "drift-test-key-read-only-00002";
 
@@ -22,29 +22,13 @@ let env: PulumiTestEnv;
 let groupsFile: string;
 const printed: string[] = [];
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(apiKey: string, ...args: string[]): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: env.workDir,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ...env.envVars, GITHUB_STEP_SUMMARY: "", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: apiKey },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      printed.push(stdout, stderr);
-      resolve({ code, stdout, stderr });
-    });
+async function cli(apiKey: string, ...args: string[]): Promise<CliRun> {
+  const run = await runUserGroupsCli(args, {
+    cwd: env.workDir,
+    env: { ...process.env, ...env.envVars, GITHUB_STEP_SUMMARY: "", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: apiKey },
   });
+  printed.push(run.stdout, run.stderr);
+  return run;
 }
 
 /** Every file of the backend, with its content: the state, history, backups, locks. */

@@ -11,6 +11,7 @@ import { GroupsValidationError } from "../../provider/automation/groups-spec";
 import { MAX_GROUPS_FILE_BYTES, readGroupsFile } from "../../provider/cli/groups-file";
 import { UsageError } from "../../provider/cli/args";
 import { REPO_ROOT } from "../support/pulumi-env";
+import { USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 const dir = mkdtempSync(path.join(tmpdir(), "groups-file-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -82,7 +83,7 @@ describe("readGroupsFile", () => {
 
 describe("user-groups validate", () => {
   const cli = (...args: string[]) =>
-    spawnSync(process.execPath, [path.join(REPO_ROOT, "dist/provider/cli/user-groups.js"), ...args], {
+    spawnSync(process.execPath, [USER_GROUPS_CLI, ...args], {
       // No credentials, no passphrase, no engine on PATH: validate needs none of them.
       env: { PATH: path.dirname(process.execPath) },
       encoding: "utf8",
