@@ -20,7 +20,7 @@ import { PROJECT_NAME } from "./workspace";
 export type { FleetGroup } from "./fleet-state";
 
 export interface FleetOptions extends RunOptions {
-  /** How long a run waits for a stack another run holds, in ms (default 120000). */
+  /** How long a run waits for a stack another run holds, in ms (default 120000; the whole-set functions default to 0). */
   readonly lockTimeoutMs?: number;
   /** How long the first call of a batch waits for others to join it, in ms (default 25). */
   readonly batchWindowMs?: number;
@@ -350,7 +350,7 @@ export class UserGroupFleet {
           observer = new RunObserver(this.options.onEvent);
           return run(observer);
         },
-        { stackName: this.options.stack, timeoutMs: this.lockTimeoutMs },
+        { stackName: this.options.stack, timeoutMs: this.lockTimeoutMs, ...(this.options.onLockWait ? { onWait: this.options.onLockWait } : {}) },
       );
     } catch (error) {
       const failedGroups = [...groups.keys()].filter((name) => observer.tracker.changes.get(name) === "failed");

@@ -4,6 +4,10 @@
 // still share one environment, which only the service can tell).
 import { z } from "zod";
 import { userGroupInputsSchema } from "../logic/inputs";
+import { MAX_BODY_BYTES } from "../wire/schemas";
+
+/** A group's properties travel in one request body, which the service caps (W2). */
+export const MAX_PROPERTIES_BYTES = MAX_BODY_BYTES;
 
 export const groupSpecSchema = userGroupInputsSchema.strict();
 export type GroupSpec = z.infer<typeof groupSpecSchema>;
@@ -41,9 +45,15 @@ export function validateGroups(entries: readonly unknown[], source?: string): Gr
   const specs: GroupSpec[] = [];
   const seen = new Map<string, number>();
   entries.forEach((entry, index) => {
-    const parsed = groupSpecSchema.safeParse(entry);
     const idOf = (entry as { userGroupId?: unknown } | null)?.userGroupId;
     const userGroupId = typeof idOf === "string" ? idOf : undefined;
+    // Before the schema walks them: a group's properties larger than a request body can never be sent.
+    const propertiesBytes = serializedBytes((entry as { properties?: unknown } | null)?.properties);
+    if (propertiesBytes > MAX_PROPERTIES_BYTES) {
+      problems.push({ entry: index, userGroupId, problem: `properties: ${propertiesBytes} bytes serialized, over the limit of ${MAX_PROPERTIES_BYTES} (1 MiB)` });
+      return;
+    }
+    const parsed = groupSpecSchema.safeParse(entry);
     if (!parsed.success) {
       for (const issue of parsed.error.issues) {
         const where = issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
@@ -66,4 +76,15 @@ export function validateGroups(entries: readonly unknown[], source?: string): Gr
   });
   if (problems.length > 0) throw new GroupsValidationError(problems, source);
   return specs;
+}
+
+/** Bytes of a value as JSON (0 for none); a value JSON cannot hold counts as 0 and is left to the schema. */
+function serializedBytes(value: unknown): number {
+  if (value === undefined || value === null) return 0;
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? 0 : Buffer.byteLength(text);
+  } catch {
+    return 0;
+  }
 }

@@ -12,7 +12,9 @@ export {
   type RunOptions,
   type RunResult,
   type RunSummary,
+  StackNotFoundError,
 } from "./provision";
+export { compareDrift, detectDrift, type DriftKind, type DriftOptions, type DriftReport, type GroupDrift } from "./drift";
 export { formatDuration, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
 export { type GroupSpec, groupSpecSchema, GroupsValidationError, resourceNameOf, type SpecProblem, validateGroups } from "./groups-spec";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";

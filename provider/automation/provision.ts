@@ -1,12 +1,14 @@
 // Provisioning many groups from code: an inline Automation-API program that
 // declares one UserGroup per entry. The engine runs in a child process; the
 // program runs in this one.
-import { type EngineEvent, LocalWorkspace, type OutputMap, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
+import { type EngineEvent, LocalWorkspace, type LocalWorkspaceOptions, type OutputMap, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
 import path from "node:path";
+import { diffUserGroup } from "../logic/diff";
+import type { CheckedInputs } from "../logic/inputs";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { isStackLocked, StackLockedError } from "./lock-wait";
+import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
 import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
@@ -19,6 +21,8 @@ export interface GroupResult {
   readonly userGroupId: string;
   readonly profile?: string;
   readonly change: GroupChange;
+  /** For an update or replace: the inputs that change (a replace lists its reason first: userGroupId or profile). */
+  readonly changedFields?: readonly string[];
   /** After up: what the service holds. The token is yours to keep secret. */
   readonly name?: string;
   readonly token?: string;
@@ -71,6 +75,12 @@ export interface RunOptions {
   readonly onOutput?: (text: string) => void;
   /** How many resource operations Pulumi runs at once (default: Pulumi's). */
   readonly parallel?: number;
+  /** preview/up: read every group from the service first (out-of-band changes and deletions), as `pulumi up --refresh`. */
+  readonly refresh?: boolean;
+  /** How long to wait for a stack another run holds (jittered backoff); default 0: fail at once with StackLockedError. */
+  readonly lockTimeoutMs?: number;
+  /** Told before each wait for a locked stack. */
+  readonly onLockWait?: (waitMs: number, waitedMs: number) => void;
 }
 
 export interface ProvisionOptions extends RunOptions {
@@ -138,6 +148,7 @@ function nameFromUrn(urn: string): string {
 /** Follows the engine's events and keeps, per group, the most telling change. */
 export class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
+  readonly changedFields = new Map<string, string[]>();
   constructor(private readonly onEvent?: (event: GroupEvent) => void) {}
 
   handle = (event: EngineEvent): void => {
@@ -153,6 +164,10 @@ export class ChangeTracker {
     if (failed) change = "failed";
     const previous = this.changes.get(resourceName);
     if (previous !== "failed" && !(previous === "replace" && change !== "failed")) this.changes.set(resourceName, change);
+    if (pre && (change === "update" || change === "replace") && pre.old?.inputs && pre.new?.inputs && !this.changedFields.has(resourceName)) {
+      const outcome = diffUserGroup(pre.old.inputs as Partial<CheckedInputs>, pre.new.inputs as unknown as CheckedInputs);
+      this.changedFields.set(resourceName, [...outcome.replaces, ...outcome.updates]);
+    }
     this.onEvent?.({
       resourceName,
       phase: failed ? "failed" : done ? "done" : "started",
@@ -178,29 +193,52 @@ export function workspaceOf(options: RunOptions): PreparedWorkspace {
   );
 }
 
-/** The stack of these options, created if missing, with the given inline program; no in-process lock. */
-export async function selectStack(options: RunOptions, program: PulumiFn): Promise<{ stack: Stack; backendUrl: string }> {
+export class StackNotFoundError extends Error {
+  constructor(
+    readonly stackName: string,
+    backendUrl: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Stack "${stackName}" does not exist in ${withoutCredentials(backendUrl)}: nothing to read or delete. Nothing was changed.`, options);
+    this.name = "StackNotFoundError";
+  }
+}
+
+/** A backend URL fit for a message or a report: a user name and password (postgres://u:p@host) left out. */
+export function withoutCredentials(backendUrl: string): string {
+  return backendUrl.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1");
+}
+
+export interface OpenStackOptions {
+  /** Select the stack only: a missing stack is a StackNotFoundError, never a new empty stack. */
+  readonly mustExist?: boolean;
+}
+
+/** The stack of these options with the given inline program, created if missing (unless mustExist); no in-process lock. */
+export async function selectStack(options: RunOptions, program: PulumiFn, open: OpenStackOptions = {}): Promise<{ stack: Stack; backendUrl: string }> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   if (passphrase === undefined && passphraseFile === undefined) {
     throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
   const workspace = workspaceOf(options);
-  const select = () => LocalWorkspace.createOrSelectStack(
-    { stackName: options.stack, projectName: PROJECT_NAME, program },
-    {
-      workDir: workspace.workDir,
-      projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
-      // What the options name explicitly (backend, passphrase) wins over the same variables in envVars.
-      envVars: {
-        PULUMI_SKIP_UPDATE_CHECK: "true",
-        ...options.envVars,
-        PULUMI_BACKEND_URL: workspace.backendUrl,
-        ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
-      },
+  const args = { stackName: options.stack, projectName: PROJECT_NAME, program };
+  const settings: LocalWorkspaceOptions = {
+    workDir: workspace.workDir,
+    projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
+    // What the options name explicitly (backend, passphrase) wins over the same variables in envVars.
+    envVars: {
+      PULUMI_SKIP_UPDATE_CHECK: "true",
+      ...options.envVars,
+      PULUMI_BACKEND_URL: workspace.backendUrl,
+      ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
     },
-  );
-  const stack = await selectRacingOthers(select);
+  };
+  const stack = open.mustExist
+    ? await LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
+        throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
+      })
+    : await selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
   if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
   return { stack, backendUrl: workspace.backendUrl };
 }
@@ -225,17 +263,23 @@ async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> 
   }
 }
 
-export async function openStack(options: RunOptions, specs: readonly GroupSpec[]): Promise<PreparedRun> {
+/** Opens (or creates) the stack with a program of these groups, or with the given program; one run per stack in this process. */
+export async function openStack(options: RunOptions, program: readonly GroupSpec[] | PulumiFn, open: OpenStackOptions = {}): Promise<PreparedRun> {
   const key = lockKey(workspaceOf(options).backendUrl, options.stack);
   if (running.has(key)) throw new StackLockedError(options.stack);
   running.add(key);
   try {
-    const { stack, backendUrl } = await selectStack(options, programFor(specs));
+    const { stack, backendUrl } = await selectStack(options, typeof program === "function" ? program : programFor(program), open);
     return { stack, backendUrl, release: () => running.delete(key) };
   } catch (error) {
     running.delete(key);
     throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
   }
+}
+
+/** Pulumi's `stack select` of a stack that does not exist. */
+function isMissingStack(error: unknown): boolean {
+  return error instanceof Error && /no stack named .* found/i.test(error.message);
 }
 
 /** Pulumi's own lock (another process on the same stack) becomes a StackLockedError. */
@@ -251,7 +295,8 @@ function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   return counts;
 }
 
-function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupChange>, outputs: OutputMap | undefined): GroupResult[] {
+function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outputs: OutputMap | undefined): GroupResult[] {
+  const changes = tracker.changes;
   const values = (outputs?.groups?.value ?? {}) as Record<string, Partial<GroupResult>>;
   const names = new Set<string>([...specs.map(resourceNameOf), ...changes.keys()]);
   return [...names].sort().map((resourceName) => {
@@ -264,6 +309,7 @@ function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupCha
       userGroupId: spec?.userGroupId ?? resourceName.slice(dot + 1),
       ...(profile !== undefined ? { profile } : {}),
       change: changes.get(resourceName) ?? "same",
+      ...(tracker.changedFields.has(resourceName) ? { changedFields: tracker.changedFields.get(resourceName) } : {}),
       ...(value.name !== undefined ? { name: value.name } : {}),
       ...(value.token !== undefined ? { token: value.token } : {}),
       ...(value.teamId !== undefined ? { teamId: value.teamId } : {}),
@@ -272,22 +318,37 @@ function groupResults(specs: readonly GroupSpec[], changes: Map<string, GroupCha
   });
 }
 
+/** Runs `attempt` waiting for a locked stack as long as `options.lockTimeoutMs` allows (default: fail fast). */
+export function withLockWait<T>(options: RunOptions, attempt: () => Promise<T>): Promise<T> {
+  return withStackLockWait(attempt, {
+    stackName: options.stack,
+    timeoutMs: options.lockTimeoutMs ?? 0,
+    ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
+  });
+}
+
 async function run(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
-  const prepared = await openStack(options, specs);
+  return withLockWait(options, () => runOnce(operation, options, specs));
+}
+
+async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
+  // refresh and destroy never run the program; they need a stack to work on, and never make one.
+  const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
   const tracker = new ChangeTracker(options.onEvent);
   const common = {
     onEvent: tracker.handle,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
   };
+  const refresh = options.refresh === true ? { refresh: true } : {};
   try {
     let outputs: OutputMap | undefined;
     switch (operation) {
       case "preview":
-        await prepared.stack.preview(common);
+        await prepared.stack.preview({ ...common, ...refresh });
         break;
       case "up":
-        outputs = (await prepared.stack.up(common)).outputs;
+        outputs = (await prepared.stack.up({ ...common, ...refresh })).outputs;
         break;
       case "refresh":
         await prepared.stack.refresh(common);
@@ -303,7 +364,7 @@ async function run(operation: Operation, options: RunOptions, specs: readonly Gr
       backendUrl: prepared.backendUrl,
       summary,
       changed: summary.create + summary.update + summary.replace + summary.delete > 0,
-      groups: groupResults(operation === "destroy" ? [] : specs, tracker.changes, outputs),
+      groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
     throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);

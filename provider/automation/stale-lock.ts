@@ -83,6 +83,21 @@ function pulumiProcessAlive(pid: number): boolean {
   }
 }
 
+export interface LockHolderStatus extends LockHolder {
+  /** Whether its process runs; undefined when it ran on another host (cannot be checked from here). */
+  readonly alive: boolean | undefined;
+}
+
+/** Who holds the stack's lock on a file backend, and whether each holder's process still runs. */
+export function lockHolderStatus(backendUrl: string, project: string, stack: string): LockHolderStatus[] {
+  const backendDir = fileBackendDir(backendUrl);
+  if (backendDir === undefined) return [];
+  return readLockHolders(backendDir, project, stack).map((holder) => ({
+    ...holder,
+    alive: holder.hostname === hostname() ? pulumiProcessAlive(holder.pid) : undefined,
+  }));
+}
+
 /**
  * Removes the stack's locks whose process is dead; returns the removed files.
  * Throws LiveLockError when a lock is held by a live process, or by another

@@ -82,6 +82,8 @@ export class UserGroupsClient {
   private readonly pacer: Pacer;
   /** A key belongs to exactly one environment (W1); learned from the first answer that says it. */
   private knownEnvironment?: Environment;
+  /** W1: a read-only key gets 403 on every PUT; learned from the first such answer (R5 reads then use GET). */
+  private knownReadOnly = false;
 
   constructor(options: ClientOptions) {
     const url = new URL(options.baseUrl);
@@ -113,6 +115,11 @@ export class UserGroupsClient {
     return this.policy.maxAttempts;
   }
 
+  /** True once a PUT was refused as forbidden: the key is read-only (W1). */
+  get keyIsReadOnly(): boolean {
+    return this.knownReadOnly;
+  }
+
   /** The environment of this client's key, once an answer has told it. */
   get environment(): Environment | undefined {
     return this.knownEnvironment;
@@ -136,6 +143,9 @@ export class UserGroupsClient {
     const response = await this.send("PUT", request, updateUserResponseSchema, {
       userGroupId: request.user_group_id,
       retryWhenAmbiguous: true,
+    }).catch((error: unknown) => {
+      if (error instanceof UserGroupApiError && error.status === 403 && error.code === "forbidden") this.knownReadOnly = true;
+      throw error;
     });
     this.knownEnvironment = response.user_group.api_environment_tag;
     return response;

@@ -23,6 +23,8 @@ export interface UserGroupsApi {
   readonly environment: Environment | undefined;
   /** Attempts the client makes at one request, the first included; rotation gives itself as many rounds. */
   readonly maxAttempts: number;
+  /** True once the service refused a PUT as forbidden: a read-only key (W1), so reads use GET (R5). */
+  readonly keyIsReadOnly?: boolean;
   getOrCreate(request: GetUserRequest): Promise<GetOrCreateResult>;
   update(request: UpdateUserRequest): Promise<UpdateUserResponse>;
   rotateToken(currentToken: string, userGroupId?: string): Promise<RotateTokenResponse>;
@@ -47,6 +49,10 @@ export class UserGroupExistsError extends Error {
 
 function isApiError(error: unknown): error is UserGroupApiError {
   return error instanceof Error && error.name === "UserGroupApiError";
+}
+
+function isForbidden(error: unknown): boolean {
+  return isApiError(error) && error.status === 403 && error.code === "forbidden";
 }
 
 function wireProperties(inputs: CheckedInputs): Properties | null {
@@ -130,23 +136,41 @@ export async function createUserGroup(api: UserGroupsApi, inputs: CheckedInputs)
 export type ReadOutcome = { found: false } | { found: true; outputs: UserGroupOutputs; inputs: CheckedInputs };
 
 /**
- * R5: refresh. The API has no plain read: a GET of a vanished id would create
- * it, so such an accidental creation is deleted again and the group reported gone.
+ * R5: the group the service holds now, or undefined when it is gone. Never
+ * creates or deletes anything, not even for a moment: a read-write key reads
+ * with a PUT carrying only user_group_id (W6: nothing changes; 404 is gone);
+ * a read-only key cannot PUT (403, after which the client knows) and reads
+ * with GET, which W1 forbids it to turn into a create (403 is gone).
  */
-export async function readUserGroup(api: UserGroupsApi, olds: UserGroupOutputs): Promise<ReadOutcome> {
-  let result: GetOrCreateResult;
+export async function readCurrentGroup(api: UserGroupsApi, name: string, userGroupId: string): Promise<UserGroupView | undefined> {
+  if (!api.keyIsReadOnly) {
+    try {
+      return (await api.update({ user_group_id: userGroupId })).user_group;
+    } catch (error) {
+      if (isApiError(error) && error.isNotFound) return undefined;
+      if (!isForbidden(error)) throw error;
+    }
+  }
+  let response: GetOrCreateResult["response"];
   try {
-    result = await api.getOrCreate({ name: olds.name, user_group_id: olds.userGroupId });
+    ({ response } = await api.getOrCreate({ name, user_group_id: userGroupId }));
   } catch (error) {
-    // A read-only key may GET only groups that exist (W1): 403 means it is gone.
-    if (isApiError(error) && error.status === 403 && error.code === "forbidden") return { found: false };
+    if (isForbidden(error)) return undefined;
     throw error;
   }
-  const group = result.response.user_group;
-  if (result.response.new_user_group) {
-    await api.delete({ current_token: group.token, user_group_id: olds.userGroupId });
-    return { found: false };
+  if (response.new_user_group) {
+    // Only a service that breaks W1 (a key refusing PUT yet creating on GET) gets
+    // here; put things back as they were rather than leave a group nobody declared.
+    await api.delete({ current_token: response.user_group.token, user_group_id: userGroupId });
+    return undefined;
   }
+  return response.user_group;
+}
+
+/** R5: refresh. Reports the server's name, properties and current token; a vanished group is gone. */
+export async function readUserGroup(api: UserGroupsApi, olds: UserGroupOutputs): Promise<ReadOutcome> {
+  const group = await readCurrentGroup(api, olds.name, olds.userGroupId);
+  if (group === undefined) return { found: false };
   const inputs: CheckedInputs = {
     name: group.name,
     userGroupId: olds.userGroupId,
@@ -157,16 +181,6 @@ export async function readUserGroup(api: UserGroupsApi, olds: UserGroupOutputs):
   if (olds.rotationTrigger !== undefined) inputs.rotationTrigger = olds.rotationTrigger;
   if (olds.profile !== undefined) inputs.profile = olds.profile;
   return { found: true, inputs, outputs: outputsFrom(inputs, group, olds.apiEnvironmentTag ?? api.environment) };
-}
-
-/** The token the service holds now for an existing group, or undefined if the group is gone. */
-async function currentGroup(api: UserGroupsApi, name: string, userGroupId: string): Promise<UserGroupView | undefined> {
-  const { response } = await api.getOrCreate({ name, user_group_id: userGroupId });
-  if (response.new_user_group) {
-    await api.delete({ current_token: response.user_group.token, user_group_id: userGroupId });
-    return undefined;
-  }
-  return response.user_group;
 }
 
 export interface RotationOptions {
@@ -214,7 +228,7 @@ export async function rotateUserGroupToken(
       const unknownToken = error.isNotFound;
       if (!lostAnswer && !unknownToken) throw error;
       lastError = error;
-      const current = await currentGroup(api, group.name, group.userGroupId);
+      const current = await readCurrentGroup(api, group.name, group.userGroupId);
       if (current === undefined) {
         throw new Error(
           `Cannot rotate the token of user group "${group.userGroupId}": it no longer exists on the server. ` +
@@ -262,7 +276,7 @@ export async function deleteUserGroup(api: UserGroupsApi, olds: Pick<UserGroupOu
   } catch (error) {
     if (!(isApiError(error) && error.isNotFound)) throw error;
   }
-  const current = await currentGroup(api, olds.name, olds.userGroupId);
+  const current = await readCurrentGroup(api, olds.name, olds.userGroupId);
   if (current === undefined) return; // already gone
   try {
     await api.delete({ current_token: current.token, user_group_id: olds.userGroupId });

@@ -21,6 +21,7 @@ describe("parseCliArgs", () => {
       json: false,
       showSecrets: false,
       expectNoChanges: false,
+      refresh: false,
       parallel: 4,
     });
   });
@@ -30,7 +31,11 @@ describe("parseCliArgs", () => {
   });
 
   it.each([
-    [["deploy", "--file", "g.yaml"], /one of preview, up, refresh, destroy, recover, not "deploy"/],
+    [["deploy", "--file", "g.yaml"], /one of preview, up, refresh, destroy, drift, recover, validate, not "deploy"/],
+    [["validate"], /--file is required for validate/],
+    [["refresh", "--summary-file", "s.md"], /--summary-file goes with preview, up or drift/],
+    [["up", "-f", "g.yaml", "--lock-timeout", "10 minutes"], /--lock-timeout takes a duration/],
+    [["up", "-f", "g.yaml", "--lock-timeout", "48h"], /at most a day/],
     [["up"], /--file is required/],
     [["up", "--file", "g.yaml", "--expect-no-changes"], /goes with preview or refresh/],
     [["preview", "--file", "g.yaml", "--show-secrets"], /goes with --json/],
@@ -52,17 +57,67 @@ describe("progressPrinter", () => {
     expect(out).toEqual(["  + default.acme: create ...\n", "  + default.acme: create done\n"]);
   });
 
-  it("redraws a task list in place on a terminal", () => {
-    const out: string[] = [];
-    const print = progressPrinter((text) => out.push(text), true);
+  it("on a terminal: a progress line and the groups in flight, redrawn in place", () => {
+    const screen = new FakeTerminal();
+    const print = progressPrinter(screen.write, true, { total: 3 });
     print(event("default.acme", "create", "started"));
     print(event("default.globex", "delete", "started"));
+    expect(screen.lines()).toEqual(["  0/3 done, 0 failed, 2 in flight", "  + default.acme: create ...", "  - default.globex: delete ..."]);
     print(event("default.acme", "create", "done"));
-    expect(out[0]).toBe("\u001b[2K  + default.acme: create ...\n");
-    expect(out[1]).toBe("\u001b[1A\u001b[2K  + default.acme: create ...\n\u001b[2K  - default.globex: delete ...\n");
-    expect(out[2]).toBe("\u001b[2A\u001b[2K  + default.acme: create done\n\u001b[2K  - default.globex: delete ...\n");
+    print(event("default.initech", "same", "done"));
+    expect(screen.lines()).toEqual(["  2/3 done, 0 failed, 1 in flight", "  - default.globex: delete ..."]);
+    print(event("default.globex", "delete", "failed"));
+    print.finish();
+    // A failure stays on the screen above the progress line.
+    expect(screen.lines()).toEqual(["  - default.globex: delete FAILED", "  2/3 done, 1 failed, 0 in flight"]);
+  });
+
+  it("a 1000-group up on a terminal writes O(N) bytes and never more than 10 rows in flight", () => {
+    const run = (groups: number) => {
+      const screen = new FakeTerminal();
+      const print = progressPrinter(screen.write, true, { total: groups, columns: 80 });
+      let widest = 0;
+      // Pulumi's default parallelism and more: 40 groups in flight at a time.
+      for (let i = 0; i < groups + 40; i++) {
+        if (i < groups) print(event(`default.group-${i}`, "create", "started"));
+        if (i >= 40) print(event(`default.group-${i - 40}`, i % 100 === 0 ? "failed" : "create", i % 100 === 0 ? "failed" : "done"));
+        widest = Math.max(widest, screen.lines().length);
+      }
+      print.finish();
+      return { bytes: screen.bytes, widest, screen };
+    };
+    const thousand = run(1000);
+    const twoThousand = run(2000);
+    // Bounded work per event: about 1 KiB per group (the old task list: ~40 MB for 1000 groups).
+    expect(thousand.bytes).toBeLessThan(1000 * 2048);
+    expect(twoThousand.bytes / thousand.bytes).toBeLessThan(2.2);
+    // Failures (10 of them) stay; the block itself is a progress line, 10 rows and a "more" line.
+    expect(thousand.widest).toBeLessThanOrEqual(10 + 1 + 10 + 1);
+    const last = thousand.screen.lines();
+    expect(last.at(-1)).toBe("  990/1000 done, 10 failed, 0 in flight");
+    expect(last.filter((l) => l.includes("FAILED"))).toHaveLength(10);
   });
 });
+
+/** A terminal that understands what the printer sends: text, newline, erase line, cursor up; and counts bytes. */
+class FakeTerminal {
+  private readonly screen: string[] = [];
+  private row = 0;
+  bytes = 0;
+  write = (text: string): void => {
+    this.bytes += Buffer.byteLength(text);
+    const pattern = /\u001b\[(\d*)([AK])|\n|[^\u001b\n]+/g;
+    for (const match of text.matchAll(pattern)) {
+      if (match[0] === "\n") this.row++;
+      else if (match[2] === "A") this.row = Math.max(0, this.row - Number(match[1] || 1));
+      else if (match[2] === "K") this.screen[this.row] = "";
+      else this.screen[this.row] = (this.screen[this.row] ?? "") + match[0];
+    }
+  };
+  lines(): string[] {
+    return this.screen.filter((line) => line !== "");
+  }
+}
 
 describe("formatTable", () => {
   it("lines up the groups and sums up, without tokens", () => {

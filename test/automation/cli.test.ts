@@ -1,14 +1,13 @@
 // The `user-groups` command as a GitOps pipeline runs it: preview on a pull
 // request, up on merge, a scheduled drift check, against the fake server.
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
-const CLI = path.join(REPO_ROOT, "dist/provider/cli/user-groups.js");
 const CUSTOMER_KEY = "cli-customer-key-000000001";
 const TESTING_KEY = "cli-testing-key-0000000002";
 
@@ -17,36 +16,18 @@ let env: PulumiTestEnv;
 let groupsFile: string;
 const printed: string[] = [];
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function cli(...args: string[]): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: env.workDir,
-      // No terminal: stdin is closed, as in CI.
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        ...env.envVars,
-        PULUMI_BACKEND_URL: "",
-        USER_GROUPS_BASE_URL: server.url,
-        USER_GROUPS_API_KEY: CUSTOMER_KEY,
-        USER_GROUPS_BASE_URL_TESTING: server.url,
-        USER_GROUPS_API_KEY_TESTING: TESTING_KEY,
-      },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      resolve({ code, stdout, stderr });
-    });
+  return runUserGroupsCli(args, {
+    cwd: env.workDir,
+    env: {
+      ...process.env,
+      ...env.envVars,
+      PULUMI_BACKEND_URL: "",
+      USER_GROUPS_BASE_URL: server.url,
+      USER_GROUPS_API_KEY: CUSTOMER_KEY,
+      USER_GROUPS_BASE_URL_TESTING: server.url,
+      USER_GROUPS_API_KEY_TESTING: TESTING_KEY,
+    },
   });
 }
 
@@ -189,8 +170,21 @@ describe("user-groups CLI", () => {
     expect(codes, first.stderr + second.stderr).toEqual([0, 1]);
     const loser = first.code === 1 ? first : second;
     expect(loser.stderr).toMatch(/Stack "default" is locked: another run on it is in progress/);
+    // Which run, since when, and that it is alive (same host).
+    expect(loser.stderr).toMatch(/pid \d+ on host "[^"]+" \(since \d{4}-[^)]+\) holds the lock and is still running/);
     expect(server.groups().find((g) => g.user_group_id === "acme" && g.environment === "Customer")?.properties).toEqual({ region: "eu", seats: 41 });
     expect((await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
+  });
+
+  it("with --lock-timeout, a second concurrent run waits for the first instead of failing", async () => {
+    writeGroups(GROUPS.replace("seats: 40", "seats: 42"));
+    const [first, second] = await Promise.all([
+      cliPrinted("up", "--file", groupsFile, "--yes", "--lock-timeout", "5m"),
+      cliPrinted("up", "--file", groupsFile, "--yes", "--lock-timeout", "5m"),
+    ]);
+    expect([first.code, second.code], first.stderr + second.stderr).toEqual([0, 0]);
+    expect(first.stderr + second.stderr).toMatch(/stack "default" is locked by another run; waiting up to 5 min/);
+    expect(server.groups().find((g) => g.user_group_id === "acme" && g.environment === "Customer")?.properties).toEqual({ region: "eu", seats: 42 });
   });
 
   it("destroys every group of the stack", async () => {

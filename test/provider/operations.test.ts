@@ -108,18 +108,50 @@ describe("readUserGroup", () => {
     expect(read.found && read.outputs).toEqual(outputs);
   });
 
-  it("reports a vanished group as gone and leaves nothing behind", async () => {
+  /** The requests sent since `mark`, as "METHOD status". */
+  const requestsSince = (mark: number) => server.journal().slice(mark).map((e) => `${e.method} ${e.status}`);
+
+  it("reports a vanished group as gone with one PUT: nothing created or deleted, not even for a moment (R5)", async () => {
     const outputs = await createUserGroup(api, acme);
     await api.delete({ current_token: outputs.token });
+    const mark = server.journal().length;
     expect(await readUserGroup(api, outputs)).toEqual({ found: false });
+    expect(requestsSince(mark)).toEqual(["PUT 404"]);
+    expect(server.journal().slice(mark)[0]?.body).toEqual({ user_group_id: "acme" });
     expect(server.groups()).toEqual([]);
   });
 
-  it("reads with a read-only key, and a vanished group is gone for it too", async () => {
+  it("reads an existing group with a PUT that carries only its id and changes nothing", async () => {
     const outputs = await createUserGroup(api, acme);
-    expect((await readUserGroup(roApi, outputs)).found).toBe(true);
+    const before = server.groups();
+    const mark = server.journal().length;
+    expect((await readUserGroup(api, outputs)).found).toBe(true);
+    expect(requestsSince(mark)).toEqual(["PUT 200"]);
+    expect(server.groups()).toEqual(before);
+  });
+
+  it("with a read-only key: learns it from the PUT's 403, reads with GET, and a vanished group is gone with no create", async () => {
+    const ro = new UserGroupsClient({ baseUrl: server.url, apiKey: RO_KEY, ...noWait });
+    const outputs = await createUserGroup(api, acme);
+    let mark = server.journal().length;
+    expect((await readUserGroup(ro, outputs)).found).toBe(true);
+    expect(requestsSince(mark)).toEqual(["PUT 403", "GET 200"]);
+    expect(ro.keyIsReadOnly).toBe(true);
     await api.delete({ current_token: outputs.token });
+    mark = server.journal().length;
+    expect(await readUserGroup(ro, outputs)).toEqual({ found: false });
+    // The client knows its key now: straight to GET, which a read-only key cannot turn into a create.
+    expect(requestsSince(mark)).toEqual(["GET 403"]);
+    expect(server.groups()).toEqual([]);
+    await ro.close();
+  });
+
+  it("with a fresh read-only client, a vanished group costs a refused PUT and a refused GET, nothing else", async () => {
+    const outputs = await createUserGroup(api, acme);
+    await api.delete({ current_token: outputs.token });
+    const mark = server.journal().length;
     expect(await readUserGroup(roApi, outputs)).toEqual({ found: false });
+    expect(requestsSince(mark).filter((r) => r !== "PUT 403")).toEqual(["GET 403"]);
     expect(server.groups()).toEqual([]);
   });
 });
@@ -196,6 +228,15 @@ describe("updateUserGroup and rotation", () => {
     expect(rotated.token).not.toBe(olds.token);
   });
 
+  it("a rotation of a group deleted out of band fails and leaves it deleted (the lookup creates nothing)", async () => {
+    const olds = await createUserGroup(api, acme);
+    await api.delete({ current_token: olds.token });
+    const mark = server.journal().length;
+    await expect(rotateUserGroupToken(api, olds, { maxRounds: 1 })).rejects.toThrow(/no longer exists on the server/);
+    expect(server.journal().slice(mark).map((e) => `${e.method} ${e.status}`)).toEqual(["POST 404", "PUT 404"]);
+    expect(server.groups()).toEqual([]);
+  });
+
   it("rotates the current token when the stored one is stale", async () => {
     const olds = await createUserGroup(api, acme);
     const outOfBand = await api.rotateToken(olds.token);
@@ -219,10 +260,12 @@ describe("deleteUserGroup", () => {
     expect(server.groups()).toEqual([]);
   });
 
-  it("succeeds when the group is already gone, leaving nothing behind", async () => {
+  it("succeeds when the group is already gone, looking it up without creating it (R5)", async () => {
     const outputs = await createUserGroup(api, acme);
     await api.delete({ current_token: outputs.token });
+    const mark = server.journal().length;
     await deleteUserGroup(api, outputs);
+    expect(server.journal().slice(mark).map((e) => `${e.method} ${e.status}`)).toEqual(["DELETE 404", "PUT 404"]);
     expect(server.groups()).toEqual([]);
   });
 

@@ -106,9 +106,12 @@ describe("access through a stack", () => {
     const before = rs.server.groups();
 
     gs.stack.workspace.envVars.USER_GROUPS_API_KEY = TESTING_KEY;
+    const mark = rs.server.journal().length;
     const refresh = await gs.stack.refresh(gs.run);
     expect(refresh.summary.resourceChanges).toMatchObject({ delete: 2 });
-    // The Customer groups are untouched; the refresh's accidental creations in Testing were undone.
+    // The Customer groups are untouched and nothing was created in Testing, not even for a moment (R5):
+    // the refresh read with PUTs of the id only, each a 404 for the other environment (W9).
+    expect(rs.server.journal().slice(mark).map((e) => `${e.method} ${e.status}`)).toEqual(["PUT 404", "PUT 404"]);
     expect(rs.server.groups()).toEqual(before);
     expect(rs.server.groups().filter((g) => g.environment === "Testing")).toEqual([]);
 

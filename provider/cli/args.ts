@@ -1,0 +1,157 @@
+// The `user-groups` command line: operations, options and their rules.
+import { parseArgs } from "node:util";
+import { parseDurationMs } from "../automation/duration";
+import type { Operation } from "../automation/provision";
+import { isValidStackName } from "../automation/stack-name";
+
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+/** --expect-no-changes and there are changes; drift found. */
+export const EXIT_CHANGES = 3;
+
+export const USAGE = `Usage: user-groups <preview|up|refresh|destroy|drift|recover|validate> [--file groups.yaml] [options]
+
+  preview, up         what would change / apply the groups file (--file required)
+  refresh             read every group of the stack back into the state
+  destroy             delete every group of the stack
+  drift               read every group from the service and report what drifted, changing
+                      nothing (neither the state nor the service); with --file also what up
+                      would change. Exit 3 on drift. Works with a read-only API key.
+  recover             after a killed up (kill -9, a lost CI runner): removes the dead run's
+                      lock, refreshes with its pending creates cleared, and runs up adopting
+                      exactly the groups whose create was pending (--file of the interrupted run)
+  validate            check a groups file offline (no engine, no credentials)
+
+refresh, destroy and drift need no groups file when the stack exists.
+
+Options:
+  --file, -f PATH        the groups file (YAML or JSON): { groups: [ { name, userGroupId, ... } ] }
+  --stack, -s NAME       the stack (default: "default")
+  --backend-url URL      Pulumi backend (default: PULUMI_BACKEND_URL, else a file backend
+                         in .user-groups/state next to the groups file, or in the current
+                         directory without --file)
+  --yes, -y              apply without asking (required for up/destroy when not on a terminal)
+  --force                up/destroy on a UserGroupFleet's stack (refused without it: the whole
+                         set would delete the groups the fleet made)
+  --json                 print one JSON document instead of progress and a table
+  --show-secrets         with --json: include each group's token
+  --refresh              preview/up: read every group from the service first, so that a group
+                         deleted or changed out of band is put back (needs an API key)
+  --expect-no-changes    preview/refresh: exit 3 when anything would change
+  --summary-file PATH    preview/up/drift: write a Markdown summary for reviewers (no tokens);
+                         without it, appended to GITHUB_STEP_SUMMARY when that is set
+  --lock-timeout DUR     wait up to DUR (e.g. 90s, 10m) for a stack another run holds
+                         (default: fail at once)
+  --parallel N           resource operations at once (default: Pulumi's)
+  --help, -h             this text
+
+Credentials: user-groups:baseUrl / user-groups:apiKey stack config, or USER_GROUPS_BASE_URL /
+USER_GROUPS_API_KEY (USER_GROUPS_*_<PROFILE> for profiles). Secrets passphrase:
+PULUMI_CONFIG_PASSPHRASE.
+Exit codes: 0 done, 1 failed, 2 bad usage or groups file, 3 changes with --expect-no-changes
+or drift found.`;
+
+export class UsageError extends Error {}
+
+export type CliOperation = Operation | "recover" | "drift" | "validate";
+
+export interface CliArgs {
+  readonly operation: CliOperation;
+  /** Required for preview, up, recover and validate. */
+  readonly file?: string;
+  readonly stack: string;
+  readonly backendUrl?: string;
+  readonly yes: boolean;
+  /** up/destroy: run even on a UserGroupFleet's stack (whose groups the file does not list). */
+  readonly force: boolean;
+  readonly json: boolean;
+  readonly showSecrets: boolean;
+  readonly expectNoChanges: boolean;
+  /** preview/up: refresh first. */
+  readonly refresh: boolean;
+  readonly summaryFile?: string;
+  readonly lockTimeoutMs?: number;
+  readonly parallel?: number;
+}
+
+const OPERATIONS: readonly CliOperation[] = ["preview", "up", "refresh", "destroy", "drift", "recover", "validate"];
+const NEED_FILE: readonly CliOperation[] = ["preview", "up", "recover", "validate"];
+const SUMMARIZED: readonly CliOperation[] = ["preview", "up", "drift"];
+/** A day: longer is a mistake, not a wait. */
+const MAX_LOCK_TIMEOUT_MS = 24 * 3_600_000;
+
+export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        file: { type: "string", short: "f" },
+        stack: { type: "string", short: "s" },
+        "backend-url": { type: "string" },
+        yes: { type: "boolean", short: "y", default: false },
+        force: { type: "boolean", default: false },
+        json: { type: "boolean", default: false },
+        "show-secrets": { type: "boolean", default: false },
+        "expect-no-changes": { type: "boolean", default: false },
+        refresh: { type: "boolean", default: false },
+        "summary-file": { type: "string" },
+        "lock-timeout": { type: "string" },
+        parallel: { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return "help";
+  const [operation, ...extra] = positionals;
+  if (!operation || !OPERATIONS.includes(operation as CliOperation)) {
+    throw new UsageError(`the first argument must be one of ${OPERATIONS.join(", ")}${operation ? `, not "${operation}"` : ""}`);
+  }
+  const op = operation as CliOperation;
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  if (values.stack !== undefined && !isValidStackName(values.stack)) {
+    throw new UsageError('--stack takes letters, digits, "-", "_" and "." (at most 100), optionally as org/stack or org/project/stack');
+  }
+  if (values.force && op !== "up" && op !== "destroy") throw new UsageError("--force goes with up or destroy");
+  if (!values.file && NEED_FILE.includes(op)) throw new UsageError(`--file is required for ${op}`);
+  if (values["expect-no-changes"] && op !== "preview" && op !== "refresh") {
+    throw new UsageError("--expect-no-changes goes with preview or refresh");
+  }
+  if (values.refresh && op !== "preview" && op !== "up") throw new UsageError("--refresh goes with preview or up");
+  if (values["summary-file"] !== undefined && !SUMMARIZED.includes(op)) throw new UsageError("--summary-file goes with preview, up or drift");
+  if (values["show-secrets"] && !values.json) throw new UsageError("--show-secrets goes with --json (tokens are never printed in tables)");
+  if (values["show-secrets"] && op === "drift") throw new UsageError("--show-secrets does not go with drift (it reports no tokens)");
+  let parallel: number | undefined;
+  if (values.parallel !== undefined) {
+    parallel = Number(values.parallel);
+    if (!Number.isInteger(parallel) || parallel < 1) throw new UsageError("--parallel takes a whole number of 1 or more");
+  }
+  let lockTimeoutMs: number | undefined;
+  if (values["lock-timeout"] !== undefined) {
+    lockTimeoutMs = parseDurationMs(values["lock-timeout"]);
+    if (lockTimeoutMs === undefined || lockTimeoutMs > MAX_LOCK_TIMEOUT_MS) {
+      throw new UsageError('--lock-timeout takes a duration of at most a day: 500ms, 90s, 10m, 1h (a plain number is seconds)');
+    }
+  }
+  return {
+    operation: op,
+    ...(values.file !== undefined ? { file: values.file } : {}),
+    stack: values.stack ?? "default",
+    ...(values["backend-url"] !== undefined ? { backendUrl: values["backend-url"] } : {}),
+    yes: values.yes ?? false,
+    force: values.force ?? false,
+    json: values.json ?? false,
+    showSecrets: values["show-secrets"] ?? false,
+    expectNoChanges: values["expect-no-changes"] ?? false,
+    refresh: values.refresh ?? false,
+    ...(values["summary-file"] !== undefined ? { summaryFile: values["summary-file"] } : {}),
+    ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
+    ...(parallel !== undefined ? { parallel } : {}),
+  };
+}

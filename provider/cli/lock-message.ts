@@ -1,0 +1,52 @@
+// What to tell someone whose run met a locked stack: which run holds it, since
+// when, whether its process is alive (same host), and what clears a dead one.
+// Pulumi's own "try again when it has finished" never comes true for a run
+// that was killed: its lock stays until removed.
+import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
+import { PROJECT_NAME } from "../automation/workspace";
+
+export class DeadLockHolderError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "DeadLockHolderError";
+  }
+}
+
+function holderText(holder: LockHolderStatus): string {
+  return `pid ${holder.pid} on host "${holder.hostname}" (since ${holder.timestamp ?? "an unknown time"})`;
+}
+
+/** The holders of the stack's lock, described; undefined when nothing can be said (not a file backend, no lock file). */
+export function describeLockHolders(holders: readonly LockHolderStatus[], stack: string, recoverCommand: string): string | undefined {
+  if (holders.length === 0) return undefined;
+  const dead = holders.filter((h) => h.alive === false);
+  const live = holders.filter((h) => h.alive === true);
+  const elsewhere = holders.filter((h) => h.alive === undefined);
+  const lines: string[] = [];
+  if (dead.length > 0 && live.length === 0 && elsewhere.length === 0) {
+    lines.push(
+      `Stack "${stack}" is locked by a run that is gone: ${dead.map(holderText).join(", ")} is no longer running, so its lock will never be released. Nothing was changed.`,
+      `\`${recoverCommand}\` clears a dead run's lock (and finishes what the run left).`,
+    );
+    return lines.join("\n  ");
+  }
+  lines.push(`Stack "${stack}" is locked: another run on it is in progress. Nothing was changed.`);
+  for (const holder of live) lines.push(`${holderText(holder)} holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`);
+  for (const holder of elsewhere) {
+    lines.push(`${holderText(holder)} holds the lock; that host's processes cannot be checked from here. If that run is gone, run \`${recoverCommand}\` there, or delete ${holder.file}.`);
+  }
+  for (const holder of dead) lines.push(`${holderText(holder)} also holds it but is no longer running; \`${recoverCommand}\` clears it.`);
+  return lines.join("\n  ");
+}
+
+/** Reads the lock of a stack on a file backend and describes its holders. */
+export function explainLock(backendUrl: string, stack: string, recoverCommand: string): { text?: string; allDead: boolean } {
+  let holders: LockHolderStatus[];
+  try {
+    holders = lockHolderStatus(backendUrl, PROJECT_NAME, stack);
+  } catch {
+    return { allDead: false }; // a lock file being written or removed right now: nothing to add
+  }
+  const text = describeLockHolders(holders, stack, recoverCommand);
+  return { ...(text !== undefined ? { text } : {}), allDead: holders.length > 0 && holders.every((h) => h.alive === false) };
+}

@@ -1,0 +1,32 @@
+// Tables for a terminal or a CI log: never a token.
+import type { DriftReport } from "../automation/drift";
+import type { RunResult } from "../automation/provision";
+import { CHANGE_SYMBOL } from "./progress";
+
+function columns(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+export function formatTable(result: RunResult): string {
+  const rows = result.groups.map((g) => [
+    `${CHANGE_SYMBOL[g.change] ?? " "} ${g.resourceName}`,
+    g.profile ?? "default",
+    g.apiEnvironmentTag ?? "",
+    g.change,
+    g.teamId !== undefined ? String(g.teamId) : "",
+  ]);
+  const s = result.summary;
+  const counts = `${s.create} create, ${s.update} update, ${s.replace} replace, ${s.delete} delete, ${s.same} unchanged`;
+  return [...columns(["GROUP", "PROFILE", "ENVIRONMENT", "CHANGE", "TEAM ID"], rows), "", `${result.operation} of stack "${result.stack}": ${counts}`].join("\n");
+}
+
+export function formatDriftTable(report: DriftReport): string {
+  const verdict = report.inSync
+    ? `drift of stack "${report.stack}": in sync (${report.checked} groups read, nothing changed)`
+    : `drift of stack "${report.stack}": ${report.drift.length} ${report.drift.length === 1 ? "difference" : "differences"} in ${report.checked} groups read (nothing changed)`;
+  if (report.inSync) return verdict;
+  const rows = report.drift.map((d) => [d.resourceName, d.kind, d.detail]);
+  return [...columns(["GROUP", "DRIFT", "DETAIL"], rows), "", verdict].join("\n");
+}

@@ -1,0 +1,94 @@
+// The Markdown summaries for reviewers: counts, one row per changed group, bounded, no tokens.
+import { describe, expect, it } from "vitest";
+import type { DriftReport } from "../../provider/automation/drift";
+import type { GroupResult, RunResult } from "../../provider/automation/provision";
+import { driftSummaryMarkdown, MAX_SUMMARY_CHARS, markdownCell, runSummaryMarkdown } from "../../provider/cli/summary";
+
+const TOKEN = "a".repeat(64);
+
+function result(groups: GroupResult[], operation: RunResult["operation"] = "preview"): RunResult {
+  const summary = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
+  for (const g of groups) if (g.change in summary) summary[g.change as keyof typeof summary] += 1;
+  return { operation, stack: "prod", backendUrl: "file:///x", changed: true, summary, groups };
+}
+
+const group = (name: string, change: GroupResult["change"], changedFields?: string[]): GroupResult => ({
+  resourceName: `default.${name}`,
+  userGroupId: name,
+  change,
+  token: TOKEN,
+  ...(changedFields ? { changedFields } : {}),
+});
+
+describe("runSummaryMarkdown", () => {
+  it("counts, then one row per changed group saying what changes; unchanged groups only counted", () => {
+    const markdown = runSummaryMarkdown(
+      result([
+        group("acme", "update", ["name", "properties"]),
+        group("globex", "replace", ["userGroupId"]),
+        group("initech", "update", ["rotationTrigger"]),
+        group("new", "create"),
+        group("old", "delete"),
+        group("same-1", "same"),
+        group("same-2", "same"),
+      ]),
+    );
+    expect(markdown).toBe(
+      [
+        "### user-groups: Preview of stack `prod`",
+        "",
+        "**1 to create, 2 to update, 1 to replace, 1 to delete, 2 unchanged**",
+        "",
+        "| Group | Change | What changes |",
+        "| --- | --- | --- |",
+        "| default.acme | update | name, properties |",
+        "| default.globex | replace | replaced: userGroupId changed |",
+        "| default.initech | update | token rotation |",
+        "| default.new | create | new group |",
+        "| default.old | delete | deleted (no longer declared) |",
+        "",
+        "2 unchanged groups not listed.",
+        "",
+      ].join("\n"),
+    );
+    expect(markdown).not.toContain(TOKEN);
+  });
+
+  it("says so when nothing changes", () => {
+    expect(runSummaryMarkdown(result([group("a", "same")], "up"))).toMatch(/Applied of stack `prod`[\s\S]*0 to create[\s\S]*No changes\./);
+  });
+
+  it("stays under 60,000 characters for a big fleet, with a line for the rest", () => {
+    const groups = Array.from({ length: 5000 }, (_, i) => group(`group-with-a-long-name-${i}`, "update", ["name", "mapping", "properties"]));
+    const markdown = runSummaryMarkdown(result(groups));
+    expect(markdown.length).toBeLessThanOrEqual(MAX_SUMMARY_CHARS);
+    const listed = markdown.split("\n").filter((l) => l.startsWith("| default.")).length;
+    expect(listed).toBeGreaterThan(100);
+    expect(markdown).toContain(`... and ${5000 - listed} more`);
+  });
+
+  it("cannot be broken out of a table cell by a group's id", () => {
+    expect(markdownCell("a|b\n| x | <script> `c`")).toBe("a\\|b \\| x \\| \\<script\\> \\`c\\`");
+    const markdown = runSummaryMarkdown(result([group("evil|id\n### heading", "create")]));
+    expect(markdown.split("\n").filter((l) => l.startsWith("###"))).toHaveLength(1);
+  });
+});
+
+describe("driftSummaryMarkdown", () => {
+  const report = (drift: DriftReport["drift"]): DriftReport => ({ stack: "prod", backendUrl: "file:///x", checked: 3, inSync: drift.length === 0, drift });
+
+  it("lists each drift with counts per kind", () => {
+    const markdown = driftSummaryMarkdown(
+      report([
+        { resourceName: "default.a", userGroupId: "a", kind: "deleted", detail: "deleted on the service" },
+        { resourceName: "default.b", userGroupId: "b", kind: "token rotated", detail: "rotated out of band" },
+      ]),
+    );
+    expect(markdown).toContain("**1 deleted, 1 token rotated** (3 groups read; nothing was changed)");
+    expect(markdown).toContain("| default.a | deleted | deleted on the service |");
+  });
+
+  it("says in sync when it is", () => {
+    expect(driftSummaryMarkdown(report([]))).toContain("**In sync**: 3 groups read");
+  });
+});
