@@ -64,11 +64,6 @@ export class FaultTable {
     return this.rules.length === 0;
   }
 
-  /** True if some rule could apply to this method (cheap pre-check for the hot path). */
-  watches(method: string): boolean {
-    return this.rules.some((r) => r.rule.method === method && r.remaining !== 0);
-  }
-
   /**
    * The first rule, in the order installed, that matches and fires; a rule that
    * fires uses up one of its `times`. With both `times` and `probability`, each

@@ -1,7 +1,8 @@
 // The request journal behind `GET /__admin/requests`, bounded by entries and by
 // bytes. Each entry keeps a redacted JSON text of the request body, capped at
-// MAX_BODY_TEXT_CHARS, never the parsed body itself: 300 requests of 1 MiB once
-// held ~975 MiB. Redacted when recorded: every value of a field named `token` or
+// MAX_BODY_TEXT_CHARS, never the parsed body itself nor a slice of the request's
+// text, either of which keeps whole 1 MiB bodies alive (docs/performance.md,
+// fix 9). Redacted when recorded: every value of a field named `token` or
 // `current_token` (at any depth), every configured API key and any key the
 // request presented (whatever their length), and anything shaped like an issued
 // token (64 hex digits, see ISSUED_TOKEN_PATTERN) wherever it appears.
@@ -131,7 +132,7 @@ export function redactString(value: string, secrets: readonly string[]): string 
   return out;
 }
 
-/** Whether `text` holds a run of 64 hex digits (a plain scan: a regex test costs about 1 µs per short body). */
+/** Whether `text` holds a run of 64 hex digits (a plain scan: cheaper than a regex test on the small bodies of the hot path). */
 function hasTokenShapedRun(text: string): boolean {
   let run = 0;
   for (let i = 0; i < text.length; i++) {
@@ -148,7 +149,8 @@ function escapedInJson(secret: string): string {
 
 /**
  * The hot path: most bodies are small and hold nothing to redact. Their plain
- * JSON text is kept as it is (about 1 µs, against 9 µs for the walk below).
+ * JSON text is kept as it is, several times cheaper than the walk below
+ * (docs/performance.md, fix 9).
  * Undefined when the body is too long, holds a secret field, a token-shaped run
  * or a key (`escapedSecrets`: the keys as JSON escapes them), or cannot be stringified.
  */

@@ -1,8 +1,8 @@
 // Node's on-disk compile cache (node:module, Node >= 22.8) for the processes
-// our code runs in: Pulumi's dynamic-provider process and the CLI. Compiling
-// our runtime, zod and undici afresh costs a provider process about 165 ms;
-// from the cache, about 110 ms. Imported first, it covers every module loaded
-// after it.
+// our code runs in: Pulumi's dynamic-provider process and the CLI. Each of
+// them starts afresh per operation, and compiling our runtime, zod and undici
+// again every time is a good part of its start (figures: docs/performance.md,
+// fix 6). Imported first, it covers every module loaded after it.
 // Where: NODE_COMPILE_CACHE when the user set it, else a per-user directory
 // (mode 0700, `$XDG_CACHE_HOME` or `~/.cache`, then `pulumi-user-groups/compile-cache`).
 // Never Node's default in the shared system temp directory, where another local

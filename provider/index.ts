@@ -9,9 +9,10 @@ export { MissingCredentialsError } from "./logic/credentials";
 export type { Environment, JsonValue, Mapping, Properties } from "./wire/schemas";
 
 /**
- * The HTTP client of /api/user. Its module (undici and zod, about 100 ms) is
- * loaded on first use: a Pulumi program that only declares UserGroups never
- * needs it, and every `pulumi preview` and `up` starts the program afresh.
+ * The HTTP client of /api/user. Its module (undici and zod, the bulk of what
+ * importing the package would cost) is loaded on first use: a Pulumi program
+ * that only declares UserGroups never needs it, and every `pulumi preview` and
+ * `up` starts the program afresh (figures: docs/performance.md, fix 5).
  */
 export declare const UserGroupsClient: typeof HttpClientModule.UserGroupsClient;
 export type UserGroupsClient = HttpClientModule.UserGroupsClient;

@@ -12,7 +12,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import path from "node:path";
 import { type FakeServer, startFakeServer } from "../fake-server/index";
 
-const ROOT = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? "../.." : "..");
+// Compiled to build/scripts/ (tsconfig.tools.json); run from source, scripts/ is one level down.
+const ROOT = path.resolve(__dirname, path.basename(path.dirname(__dirname)) === "build" ? "../.." : "..");
 const DEMO_DIR = path.join(ROOT, ".demo");
 const STATE_DIR = path.join(DEMO_DIR, "state");
 const DATA_FILE = path.join(DEMO_DIR, "fake-server.json");

@@ -5,12 +5,15 @@
 // package's commands in node_modules/.bin, so that the examples, the root
 // Pulumi.yaml and `npx user-groups ...` work exactly as for a user who
 // installed the package, without an install of their own.
+// Run as the `prepare` script: npm runs it after `npm install` / `npm ci` in this
+// repository, never in the install of a consumer of the published tarball.
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
 
 const root = path.resolve(__dirname, "..");
-// Installed as someone's dependency: npm links our commands itself.
+// Installed as someone's dependency (a git dependency runs `prepare` too): npm
+// links our commands itself.
 if (root.split(path.sep).includes("node_modules")) process.exit(0);
 
 const link = path.join(root, "node_modules", "pulumi-user-groups");

@@ -1,4 +1,4 @@
-// Writes schema/groups.schema.json from the zod schema of a groups file (run by `npm run build`).
+// Writes schema/groups.schema.json from the zod schema of a groups file (`npm run schema`; a test checks the committed file is up to date).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { groupsFileJsonSchema } from "../provider/automation/groups-json-schema.js";

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildOpenApiDocument } from "../fake-server/openapi.js";
 
-// Compiled to dist/scripts/, so the package root is two levels up.
+// Compiled to build/scripts/ (tsconfig.tools.json), so the repository root is two levels up.
 const target = resolve(__dirname, "..", "..", "docs", "openapi.json");
 writeFileSync(target, `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`);
 process.stdout.write(`wrote ${target}\n`);

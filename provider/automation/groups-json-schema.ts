@@ -1,7 +1,7 @@
 // The JSON Schema of a groups file, generated from the zod schema that
 // validates it (so the two cannot disagree), for editors:
 // `# yaml-language-server: $schema=node_modules/pulumi-user-groups/schema/groups.schema.json`.
-// Written to schema/groups.schema.json by `npm run build`.
+// Written to schema/groups.schema.json by `npm run schema` (a test checks it is up to date).
 import { z } from "zod";
 import { groupSpecSchema } from "./groups-spec";
 

@@ -228,7 +228,7 @@ export class UserGroupsClient {
           // undici closes the connection after a GET or DELETE that carries a body
           // (in case the server ignores it) unless told not to. This API reads the
           // body of every method, so keep the connection: otherwise every create,
-          // read and delete paid a new TCP connection (bench/client-vs-undici.ts).
+          // read and delete paid a new TCP connection (docs/performance.md, fix 1).
           reset: false,
           headersTimeout: this.timeouts.headersMs,
           bodyTimeout: this.timeouts.bodyMs,

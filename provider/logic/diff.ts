@@ -7,7 +7,11 @@ import type { CheckedInputs } from "./inputs";
 export interface DiffOutcome {
   changes: boolean;
   replaces: string[];
-  /** Properties that update in place, for the reader of a preview. */
+  /**
+   * Inputs that change in place: the update PUTs name, mapping and properties
+   * (fieldsToUpdate) and rotates the token for rotationTrigger. Not passed to the
+   * engine (a preview shows the changed inputs from its own comparison).
+   */
   updates: string[];
   deleteBeforeReplace: boolean;
 }
@@ -34,7 +38,7 @@ export function diffUserGroup(olds: Partial<CheckedInputs>, news: CheckedInputs)
   };
 }
 
-/** The fields a PUT must send to bring the group to `news`, or undefined when none changed. */
+/** The fields a PUT must send to bring the group to `news`; empty when none changed (then no PUT is sent). */
 export function fieldsToUpdate(olds: Partial<CheckedInputs>, news: CheckedInputs): string[] {
   return diffUserGroup(olds, news).updates.filter((field) => field !== "rotationTrigger");
 }

@@ -109,7 +109,7 @@ export function normalizeInputs(inputs: UserGroupInputs): CheckedInputs {
 /**
  * The input schema with the required fields still unknown (preview) made
  * optional. Built once per variant: zod compiles a schema on its first parse,
- * and check runs once per resource per operation (bench/engine-vs-floor.ts).
+ * and check runs once per resource per operation (docs/performance.md, fix 3).
  */
 const schemaVariants = new Map<string, z.ZodType>();
 function schemaFor(nameUnknown: boolean, idUnknown: boolean): z.ZodType {

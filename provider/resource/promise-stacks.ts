@@ -3,9 +3,9 @@
 // formats a stack trace for each through source-map-support. It shows those
 // traces only in its promise-leak report, and only when
 // PULUMI_DEBUG_PROMISE_LEAKS is set. A UserGroup registers eight properties, so
-// that formatting was most of what declaring one cost the program's process:
-// about 50 µs per trace, 32 traces per group, against about 9 µs to skip it
-// (2.5 ms per group saved in a preview of 1000; docs/performance.md, fix 7).
+// that formatting (32 traces per group) was most of what declaring one cost the
+// program's process, and skipping it is several times cheaper than formatting
+// (figures: docs/performance.md, fix 7).
 
 /** What the promise-leak report shows for a trace skipped here, if it ever shows one. */
 export const SKIPPED_PROMISE_STACK =

@@ -4,7 +4,8 @@
 // no credentials and none of our code, so the state stays small, it is the
 // same text on every machine (no spurious diffs), and refresh and destroy run
 // the current provider code. Pulumi's closure serializer would instead write
-// ~3 KB of wrappers per resource, twice (inputs and outputs).
+// kilobytes of wrappers per resource, twice (inputs and outputs; state sizes in
+// docs/performance.md).
 
 /**
  * Resolved by Pulumi's dynamic-provider process as `requireFromString(text).handler()`.

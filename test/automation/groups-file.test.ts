@@ -106,7 +106,7 @@ describe("user-groups validate", () => {
 });
 
 describe("the JSON Schema of a groups file", () => {
-  it("is shipped up to date in schema/groups.schema.json (written by npm run build)", () => {
+  it("is shipped up to date in schema/groups.schema.json (written by npm run schema)", () => {
     const shipped = JSON.parse(readFileSync(path.join(REPO_ROOT, "schema/groups.schema.json"), "utf8")) as unknown;
     expect(shipped).toEqual(groupsFileJsonSchema());
     const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { files: string[] };

@@ -167,7 +167,7 @@ describe("7. the demo with real credentials", () => {
     const demoDir = path.join(REPO_ROOT, ".demo");
     const existed = existsSync(demoDir);
     const { PULUMI_CONFIG_PASSPHRASE: _unset, ...inherited } = process.env;
-    const run = spawnSync(process.execPath, [path.join(REPO_ROOT, "dist/scripts/demo.js"), "up"], {
+    const run = spawnSync(process.execPath, [path.join(REPO_ROOT, "build/scripts/demo.js"), "up"], {
       cwd: REPO_ROOT,
       encoding: "utf8",
       env: { ...inherited, USER_GROUPS_BASE_URL: "https://dashboards.example.com", USER_GROUPS_API_KEY: "real-key-0001" },

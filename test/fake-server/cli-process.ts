@@ -22,6 +22,11 @@ export function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun
     ["--experimental-transform-types", "--disable-warning=MODULE_TYPELESS_PACKAGE_JSON", "--disable-warning=ExperimentalWarning", "--import", hook, cli, ...args],
     { cwd: root, stdio: ["ignore", "pipe", "pipe"], ...(env !== undefined ? { env } : {}) },
   );
+  return watchServer(child);
+}
+
+/** Follows a started fake-server process (any way of starting it, e.g. an installed bin) until its `listening on` line. */
+export function watchServer(child: ChildProcess): CliRun {
   let out = "";
   let err = "";
   child.stdout?.setEncoding("utf8");
