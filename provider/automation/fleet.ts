@@ -253,12 +253,8 @@ export class UserGroupFleet {
 
   private stack(): Promise<Stack> {
     if (this.stackHandle === undefined) {
-      // Selected once per fleet; each run brings its own program. Several processes may
-      // create the same new stack at once: a lost race is a lock refusal, waited for.
-      this.stackHandle = withStackLockWait(async () => (await selectStack(this.options, async () => ({}))).stack, {
-        stackName: this.options.stack,
-        timeoutMs: this.lockTimeoutMs,
-      });
+      // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
+      this.stackHandle = selectStack(this.options, async () => ({})).then(({ stack }) => stack);
       this.stackHandle.catch(() => {
         this.stackHandle = undefined; // let a later call try again
       });

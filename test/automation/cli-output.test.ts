@@ -18,12 +18,19 @@ describe("parseCliArgs", () => {
       file: "g.yaml",
       stack: "prod",
       yes: true,
+      force: false,
       json: false,
       showSecrets: false,
       expectNoChanges: false,
       refresh: false,
       parallel: 4,
     });
+  });
+
+  it("takes --force with up and destroy only, and checks the stack name before anything runs", () => {
+    expect(parseCliArgs(["destroy", "--stack", "fleet", "--force", "--yes"])).toMatchObject({ operation: "destroy", force: true });
+    expect(() => parseCliArgs(["preview", "-f", "g.yaml", "--force"])).toThrow(/--force goes with up or destroy/);
+    expect(() => parseCliArgs(["up", "-f", "g.yaml", "--stack", "../x"])).toThrow(/--stack takes letters, digits/);
   });
 
   it("reads recover, which goes with --file and --stack like up", () => {
