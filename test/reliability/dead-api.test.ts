@@ -16,6 +16,7 @@ import {
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
+import { waitFor } from "../support/wait-for";
 
 const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };
 let rs: ReliabilityServer;
@@ -62,7 +63,7 @@ describe("a dead API", () => {
     // The delayed GETs create the groups late, after the client gave up: the documented recovery
     // (adoptExisting) takes them over, and destroy leaves the server empty.
     rs.server.clearFaults();
-    await new Promise((resolve) => setTimeout(resolve, 4500));
+    await waitFor(() => rs.server.groups().length >= 2, { timeoutMs: 15_000, what: "the delayed GETs to create their groups" });
     expect(rs.server.groups().map((g) => g.user_group_id).sort()).toEqual(["silent-0", "silent-1"]);
     for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, adoptExisting: true });
     await gs.stack.up(gs.run);

@@ -164,6 +164,9 @@ export async function runCrashTrial(server: FakeServer, spec: CrashTrialSpec, wo
     server.setFaults(delays);
     const { killedPids, doneAtKill } = await upAndKill(() => provisionUserGroups({ ...options, groups: declared }), stack, progress, spec.killAt);
     // The server still carries out what reached it before the kill: wait until that has landed.
+    // A bounded wait, not a condition: the server does not say how many requests it holds, and
+    // each lands at most `delayMs` (the injected delay) after it arrived; the same pause is the
+    // second the killed processes get before `survivors` counts them.
     await sleep(delayMs + 800);
     const survivors = killedPids.filter(isRunning).length;
     const doneAfterKill = progress();
