@@ -13,6 +13,8 @@ const ruleBase = {
   times: z.number().int().positive().optional(),
   /** Fires on each match with this chance. */
   probability: z.number().min(0).max(1).optional(),
+  /** Seeds the rule's own generator for `probability`, so that a failing run can be replayed. */
+  seed: z.number().int().min(0).max(0xffff_ffff).optional(),
 };
 
 export const faultRuleSchema = z.discriminatedUnion("action", [
@@ -31,10 +33,26 @@ export type FaultRuleInput = z.input<typeof faultRuleSchema>;
 
 export const faultRulesBodySchema = z.strictObject({ rules: z.array(faultRuleSchema) });
 
-/** A rule plus how many more times it may fire (undefined = unlimited). */
+/** A rule plus how many more times it may fire (undefined = unlimited) and its chance generator. */
 export interface ActiveRule {
   rule: FaultRule;
   remaining: number | undefined;
+  random: () => number;
+}
+
+/**
+ * mulberry32: a small, fast 32-bit generator, uniform in [0, 1). Not for secrets;
+ * here only so that a seeded rule draws the same chances in the same order.
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
 }
 
 export interface FaultMatch {
@@ -46,10 +64,13 @@ export interface FaultMatch {
 export class FaultTable {
   private rules: ActiveRule[] = [];
 
+  /** `random` serves the rules that have no `seed`. */
   constructor(private readonly random: () => number = Math.random) {}
 
   add(rules: readonly FaultRule[]): void {
-    for (const rule of rules) this.rules.push({ rule, remaining: rule.times });
+    for (const rule of rules) {
+      this.rules.push({ rule, remaining: rule.times, random: rule.seed === undefined ? this.random : seededRandom(rule.seed) });
+    }
   }
 
   clear(): void {
@@ -75,7 +96,7 @@ export class FaultTable {
       if (rule.method !== request.method) continue;
       if (rule.user_group_id !== undefined && rule.user_group_id !== request.userGroupId) continue;
       if (active.remaining === 0) continue;
-      if (rule.probability !== undefined && !(this.random() < rule.probability)) continue;
+      if (rule.probability !== undefined && !(active.random() < rule.probability)) continue;
       if (active.remaining !== undefined) active.remaining -= 1;
       return rule;
     }

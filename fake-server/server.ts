@@ -1,32 +1,21 @@
 // startFakeServer: wires store, persistence, auth, faults and journal to node:http.
-//
-// Order of checks for /api/user (the first failing one answers):
-//   404 path -> 405 method -> 401 key -> 429 rate -> 403 read-only write ->
-//   415 media type -> 413 size -> 400 JSON object -> fault rules -> 400 fields ->
-//   the operation (403 read-only create, 404 unknown id/token, 409 id mismatch).
+// Each request: `handleRequest` routes it (dashboard, admin, OpenAPI document, or the
+// API: api-request.ts, which also lists the order of checks), answers what failed,
+// and records it in the journal and the log.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { API_PATH, type ApiMethod } from "../provider/wire/schemas.js";
 import { ADMIN_PREFIX, handleAdmin, type AdminActions } from "./admin.js";
+import { handleApiRequest, type ApiContext } from "./api-request.js";
 import { isDashboardPath, serveDashboard } from "./dashboard.js";
-import { ConnectionAuth, KeyRing, type ApiKey, type ApiKeyConfig } from "./auth.js";
+import { ConnectionAuth, KeyRing, type ApiKeyConfig } from "./auth.js";
 import { ApiError, errorBody } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
-import { assertMayCall, parseBody, runOperation, subjectId, type JsonObject, type SuccessBody } from "./handlers.js";
-import {
-  ClientGone,
-  isJsonContentType,
-  lingerAfterEarlyAnswer,
-  pathOf,
-  readBody,
-  sendError,
-  sendJson,
-} from "./http.js";
+import { ClientGone, lingerAfterEarlyAnswer, pathOf, sendError, sendJson } from "./http.js";
 import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
 import { buildOpenApiDocument } from "./openapi.js";
-import { isLoopbackHost, resolveOptions, type FakeServerOptions, type LogSink } from "./options.js";
+import { isLoopbackHost, resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
 import { Store, type StoredGroup } from "./store.js";
@@ -56,189 +45,192 @@ export interface FakeServer {
   faults(): FaultRule[];
 }
 
-const ALLOW = "GET, POST, PUT, DELETE";
 const CLOSE_GRACE_MS = 10_000;
 
-function isApiMethod(method: string | undefined): method is ApiMethod {
-  return method === "GET" || method === "POST" || method === "PUT" || method === "DELETE";
-}
-
-function hardReset(socket: Socket): void {
-  // A real RST is what a client sees when a connection is "reset by peer".
-  if (typeof socket.resetAndDestroy === "function" && !socket.destroyed) socket.resetAndDestroy();
-  else socket.destroy();
+/** Everything a running server holds, shared by its request handler and its admin actions. */
+interface ServerState extends ApiContext {
+  readonly opts: ResolvedOptions;
+  readonly keys: KeyRing;
+  readonly journal: Journal;
+  readonly log: LogSink | undefined;
+  readonly inFlight: InFlight;
 }
 
 export async function startFakeServer(options: FakeServerOptions): Promise<FakeServer> {
   const opts = resolveOptions(options);
+  refuseUnguardedAdmin(opts);
+  const keys = new KeyRing(opts.apiKeys);
+  const { store, persister } = await openStore(opts.dataFile);
+  const state: ServerState = {
+    opts,
+    keys,
+    connectionAuth: new ConnectionAuth(keys),
+    store,
+    persister,
+    journal: new Journal(opts.journalSize, opts.journalBytes, keys.secrets),
+    faults: new FaultTable(),
+    limiter: opts.rateLimit === undefined ? undefined : new RateLimiter(opts.rateLimit),
+    log: logSinkOf(opts.log),
+    inFlight: new InFlight(),
+  };
+  const actions = adminActions(state);
+  const server = createHttpServer(opts, (req, res) => handleRequest(state, actions, req, res));
+  const port = await listen(server, opts.host, opts.port);
+  return fakeServerHandle(state, actions, server, port);
+}
+
+function refuseUnguardedAdmin(opts: ResolvedOptions): void {
   if (!isLoopbackHost(opts.host) && opts.adminToken === undefined) {
     throw new Error(
       `refusing to listen on non-loopback host ${opts.host} without an admin token: ` +
         "the /__admin/ endpoints would be open to the network (set adminToken / --admin-token)",
     );
   }
-  const keys = new KeyRing(opts.apiKeys);
-  const connectionAuth = new ConnectionAuth(keys);
+}
+
+function logSinkOf(log: ResolvedOptions["log"]): LogSink | undefined {
+  return log === true ? (line) => process.stderr.write(`${line}\n`) : typeof log === "function" ? log : undefined;
+}
+
+/** The store, loaded from the data file if there is one, which then follows every change. */
+async function openStore(dataFile: string | undefined): Promise<{ store: Store; persister: Persister | undefined }> {
   const store = new Store();
-  const journal = new Journal(opts.journalSize, opts.journalBytes, keys.secrets);
-  const faults = new FaultTable();
-  const limiter = opts.rateLimit === undefined ? undefined : new RateLimiter(opts.rateLimit);
-  const log: LogSink | undefined =
-    opts.log === true ? (line) => process.stderr.write(`${line}\n`) : typeof opts.log === "function" ? opts.log : undefined;
+  if (dataFile === undefined) return { store, persister: undefined };
+  const snapshot = await loadSnapshot(dataFile);
+  if (snapshot !== undefined) store.load(snapshot);
+  const persister = new Persister(dataFile, () => store.snapshot());
+  store.onChange = () => persister.markDirty();
+  // Fail now, not on the first mutation, if the file cannot be written.
+  persister.markDirty();
+  await persister.flush();
+  return { store, persister };
+}
 
-  let persister: Persister | undefined;
-  if (opts.dataFile !== undefined) {
-    const snapshot = await loadSnapshot(opts.dataFile);
-    if (snapshot !== undefined) store.load(snapshot);
-    const p = new Persister(opts.dataFile, () => store.snapshot());
-    store.onChange = () => p.markDirty();
-    persister = p;
-    // Fail now, not on the first mutation, if the file cannot be written.
-    p.markDirty();
-    await p.flush();
-  }
-
-  const keyDescriptions = opts.apiKeys.map((k) => ({ environment: k.environment, readOnly: k.readOnly === true }));
-  let openApiText: string | undefined;
-  const validateRules = (rules: FaultRuleInput[]): FaultRule[] => rules.map((r) => faultRuleSchema.parse(r));
-
-  const actions: AdminActions = {
+function adminActions(state: ServerState): AdminActions {
+  const keyDescriptions = state.opts.apiKeys.map((k) => ({ environment: k.environment, readOnly: k.readOnly === true }));
+  return {
     async reset() {
-      store.reset();
-      journal.clear();
-      faults.clear();
-      limiter?.reset();
-      await persister?.commit();
+      state.store.reset();
+      state.journal.clear();
+      state.faults.clear();
+      state.limiter?.reset();
+      await state.persister?.commit();
     },
-    groups: () => store.list(),
-    journal: () => journal.read(),
-    clearJournal: () => journal.clear(),
-    faults: () => faults.list(),
-    addFaults: (rules) => faults.add(rules),
-    clearFaults: () => faults.clear(),
-    rateLimit: () => limiter?.state(keyDescriptions) ?? null,
+    groups: () => state.store.list(),
+    journal: () => state.journal.read(),
+    clearJournal: () => state.journal.clear(),
+    faults: () => state.faults.list(),
+    addFaults: (rules) => state.faults.add(rules),
+    clearFaults: () => state.faults.clear(),
+    rateLimit: () => state.limiter?.state(keyDescriptions) ?? null,
   };
+}
 
-  async function handleApi(req: IncomingMessage, res: ServerResponse, path: string, entry: RawJournalEntry): Promise<void> {
-    if (path !== API_PATH) throw new ApiError(404, "not_found", `no such path; the API is at ${API_PATH}`);
-    const method = req.method;
-    if (!isApiMethod(method)) {
-      throw new ApiError(405, "method_not_allowed", `${API_PATH} accepts ${ALLOW}`, { Allow: ALLOW });
-    }
-    const auth = connectionAuth.authenticate(req.socket, req.headers.authorization);
-    if (!auth.ok) {
-      if (auth.presented !== undefined) entry.presentedKey = auth.presented;
-      const why = auth.reason === "missing" ? "is missing" : auth.reason === "malformed" ? "must be `Token <API_KEY>`" : "holds an unknown API key";
-      throw new ApiError(401, "unauthorized", `the Authorization header ${why}`, { "WWW-Authenticate": "Token" });
-    }
-    const key: ApiKey = auth.key;
-    entry.environment = key.environment;
-    if (limiter !== undefined) {
-      const decision = limiter.take(key.id);
-      if (!decision.ok) {
-        throw new ApiError(429, "rate_limited", "too many requests for this API key; retry later", {
-          "Retry-After": String(decision.retryAfterSeconds),
-        });
-      }
-    }
-    assertMayCall(key, method);
-    if (!isJsonContentType(req.headers["content-type"])) {
-      throw new ApiError(415, "unsupported_media_type", "Content-Type must be application/json");
-    }
-    const body: JsonObject = parseBody(await readBody(req, res));
-    entry.body = body;
+/** Routes one request, answers what failed, records it (journal, log) and counts it in flight. */
+async function handleRequest(state: ServerState, actions: AdminActions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  state.inFlight.begin();
+  const started = performance.now();
+  const path = pathOf(req.url);
+  const method = req.method ?? "";
+  const isAdmin = isAdminPath(path);
+  const entry: RawJournalEntry = { startedAt: Date.now(), method, path, status: null, body: null, durationMs: 0 };
+  try {
+    await route(state, actions, req, res, path, isAdmin, entry);
+  } catch (error) {
+    answerFailure(state, req, res, error, entry);
+  } finally {
+    entry.durationMs = Math.round((performance.now() - started) * 100) / 100;
+    // Admin traffic and the OpenAPI document stay out of the journal: it records API calls.
+    record(state, entry, !isAdmin && path !== "/openapi.json");
+    state.inFlight.end();
+  }
+}
 
-    const fault = faults.empty ? undefined : faults.pick({ method, userGroupId: subjectId(method, store, key, body) });
-    if (fault !== undefined) entry.fault = fault.action;
-    switch (fault?.action) {
-      case "status":
-        throw new ApiError(
-          fault.status,
-          "injected_fault",
-          `fault injected by a fake-server rule (status ${fault.status})`,
-          fault.retryAfter === undefined ? {} : { "Retry-After": String(fault.retryAfter) },
-        );
-      case "delay":
-        await sleep(fault.delayMs);
-        break;
-      case "reset":
-        hardReset(req.socket);
-        throw new ClientGone();
-      default:
-        break;
-    }
+const isAdminPath = (path: string): boolean => path.startsWith(ADMIN_PREFIX) || isDashboardPath(path);
 
-    let result: SuccessBody;
-    try {
-      const before = store.version;
-      result = runOperation(method, store, key, body);
-      // Group commit: answer a mutation only once it is on disk (see persistence.ts).
-      if (persister !== undefined && store.version !== before) await persister.commit();
-    } finally {
-      // The lost-response case: whatever the outcome, the client never hears it.
-      if (fault?.action === "drop-after-apply") req.socket.destroy();
+async function route(
+  state: ServerState,
+  actions: AdminActions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  isAdmin: boolean,
+  entry: RawJournalEntry,
+): Promise<void> {
+  if (isDashboardPath(path)) {
+    entry.status = serveDashboard(req, res, path);
+  } else if (isAdmin) {
+    entry.status = await handleAdmin(req, res, path, actions, { host: state.opts.host, adminToken: state.opts.adminToken });
+  } else if (path === "/openapi.json") {
+    entry.status = serveOpenApi(req, res);
+  } else {
+    await handleApiRequest(state, req, res, path, entry);
+  }
+}
+
+let openApiText: string | undefined;
+
+function serveOpenApi(req: IncomingMessage, res: ServerResponse): number {
+  if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "/openapi.json accepts GET", { Allow: "GET" });
+  openApiText ??= JSON.stringify(buildOpenApiDocument(), null, 2);
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" });
+  res.end(openApiText);
+  return 200;
+}
+
+/** The W3 error answer for an ApiError, a 500 (always reported) for anything else, nothing when the client is gone. */
+function answerFailure(state: ServerState, req: IncomingMessage, res: ServerResponse, error: unknown, entry: RawJournalEntry): void {
+  if (error instanceof ClientGone || req.socket.destroyed) {
+    // Nobody to answer (client gone, or a reset / drop-after-apply fault).
+    entry.status = null;
+  } else if (error instanceof ApiError) {
+    entry.status = error.status;
+    entry.code = error.code;
+    if (!res.headersSent && !res.destroyed) {
+      if (error.headers.Connection === "close") lingerAfterEarlyAnswer(req);
+      sendError(res, error);
     }
-    if (fault?.action === "drop-after-apply") throw new ClientGone();
-    sendJson(res, 200, result);
-    entry.status = 200;
+  } else {
+    entry.status = 500;
+    entry.code = "internal_error";
+    // Always reported: a 500 from the fake server is a bug or a disk problem worth seeing.
+    const line = `internal error: ${redactString(error instanceof Error ? error.message : String(error), state.keys.secrets)}`;
+    if (state.log !== undefined) state.log(line);
+    else process.stderr.write(`${line}\n`);
+    if (!res.headersSent && !res.destroyed) sendJson(res, 500, errorBody("internal_error", "the fake server failed"));
+  }
+}
+
+/** Into the journal (API calls only) and the log line of every request. */
+function record(state: ServerState, entry: RawJournalEntry, isApiCall: boolean): void {
+  if (isApiCall) state.journal.add(entry);
+  state.log?.(
+    `${isoTime(entry.startedAt)} ${entry.method} ${redactString(entry.path, state.keys.secrets)} ${entry.status ?? "-"} ${entry.durationMs}ms ${entry.environment ?? "-"}`,
+  );
+}
+
+/** Counts the requests being handled, so that closing can let them finish. */
+class InFlight {
+  private count = 0;
+  private onIdle: (() => void) | undefined;
+
+  begin(): void {
+    this.count += 1;
   }
 
-  let inFlight = 0;
-  let idle: (() => void) | undefined;
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    inFlight += 1;
-    const started = performance.now();
-    const path = pathOf(req.url);
-    const method = req.method ?? "";
-    const isAdmin = path.startsWith(ADMIN_PREFIX) || isDashboardPath(path);
-    const entry: RawJournalEntry = { startedAt: Date.now(), method, path, status: null, body: null, durationMs: 0 };
-    try {
-      if (isDashboardPath(path)) {
-        entry.status = serveDashboard(req, res, path);
-      } else if (isAdmin) {
-        entry.status = await handleAdmin(req, res, path, actions, { host: opts.host, adminToken: opts.adminToken });
-      } else if (path === "/openapi.json") {
-        if (method !== "GET") throw new ApiError(405, "method_not_allowed", "/openapi.json accepts GET", { Allow: "GET" });
-        openApiText ??= JSON.stringify(buildOpenApiDocument(), null, 2);
-        res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" });
-        res.end(openApiText);
-        entry.status = 200;
-      } else {
-        await handleApi(req, res, path, entry);
-      }
-    } catch (error) {
-      if (error instanceof ClientGone || req.socket.destroyed) {
-        // Nobody to answer (client gone, or a reset / drop-after-apply fault).
-        entry.status = null;
-      } else if (error instanceof ApiError) {
-        entry.status = error.status;
-        entry.code = error.code;
-        if (!res.headersSent && !res.destroyed) {
-          if (error.headers.Connection === "close") lingerAfterEarlyAnswer(req);
-          sendError(res, error);
-        }
-      } else {
-        entry.status = 500;
-        entry.code = "internal_error";
-        // Always reported: a 500 from the fake server is a bug or a disk problem worth seeing.
-        const line = `internal error: ${redactString(error instanceof Error ? error.message : String(error), keys.secrets)}`;
-        if (log !== undefined) log(line);
-        else process.stderr.write(`${line}\n`);
-        if (!res.headersSent && !res.destroyed) sendJson(res, 500, errorBody("internal_error", "the fake server failed"));
-      }
-    } finally {
-      entry.durationMs = Math.round((performance.now() - started) * 100) / 100;
-      // Admin traffic and the OpenAPI document stay out of the journal: it records API calls.
-      if (!isAdmin && path !== "/openapi.json") journal.add(entry);
-      log?.(
-        `${isoTime(entry.startedAt)} ${method} ${redactString(path, keys.secrets)} ${entry.status ?? "-"} ${entry.durationMs}ms ${entry.environment ?? "-"}`,
-      );
-      inFlight -= 1;
-      if (inFlight === 0) idle?.();
-    }
+  end(): void {
+    this.count -= 1;
+    if (this.count === 0) this.onIdle?.();
   }
 
+  /** Resolves once no request is being handled, or after `graceMs`. */
+  async drained(graceMs: number): Promise<void> {
+    if (this.count === 0) return;
+    await Promise.race([new Promise<void>((resolve) => (this.onIdle = resolve)), sleep(graceMs)]);
+  }
+}
+
+function createHttpServer(opts: ResolvedOptions, handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Server {
   const server: Server = createServer(
     {
       // Slow or stalled clients (slowloris) are cut off: a 408 once a deadline passes.
@@ -257,60 +249,68 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
     void handle(req, res);
   });
-  server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
-    // Malformed HTTP never reaches `handle`; still answer with the W3 body when possible.
-    if (error.code === "ECONNRESET" || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-    const text = JSON.stringify(errorBody("bad_request", "malformed HTTP request"));
-    socket.end(
-      `HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-    );
-  });
+  server.on("clientError", answerMalformedRequest);
+  return server;
+}
 
+/** Malformed HTTP never reaches the handler; still answer with the W3 body when possible. */
+function answerMalformedRequest(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  const text = JSON.stringify(errorBody("bad_request", "malformed HTTP request"));
+  socket.end(
+    `HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+  );
+}
+
+/** Listens and returns the port (the one picked when `port` is 0). */
+async function listen(server: Server, host: string, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(opts.port, opts.host, () => {
+    server.listen(port, host, () => {
       server.off("error", reject);
       resolve();
     });
   });
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("fake server: unexpected listen address");
-  const host = opts.host;
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+  return address.port;
+}
 
+function fakeServerHandle(state: ServerState, actions: AdminActions, server: Server, port: number): FakeServer {
+  const { host } = state.opts;
+  const validateRules = (rules: FaultRuleInput[]): FaultRule[] => rules.map((r) => faultRuleSchema.parse(r));
   let closing: Promise<void> | undefined;
-  async function close(): Promise<void> {
-    const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    if (inFlight > 0) {
-      await Promise.race([new Promise<void>((resolve) => (idle = resolve)), sleep(CLOSE_GRACE_MS)]);
-    }
-    server.closeAllConnections();
-    await serverClosed;
-    await persister?.flush();
-  }
-
   return {
-    url,
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     host,
-    port: address.port,
-    apiKeys: opts.apiKeys.map((k) => ({ key: k.key, environment: k.environment, readOnly: k.readOnly === true })),
-    close: () => (closing ??= close()),
+    port,
+    apiKeys: state.opts.apiKeys.map((k) => ({ key: k.key, environment: k.environment, readOnly: k.readOnly === true })),
+    close: () => (closing ??= close(state, server)),
     reset: () => actions.reset(),
     groups: actions.groups,
     journal: actions.journal,
     setFaults: (rules) => {
       const parsed = validateRules(rules);
-      faults.clear();
-      faults.add(parsed);
+      state.faults.clear();
+      state.faults.add(parsed);
     },
-    addFaults: (rules) => faults.add(validateRules(rules)),
-    clearFaults: () => faults.clear(),
+    addFaults: (rules) => state.faults.add(validateRules(rules)),
+    clearFaults: () => state.faults.clear(),
     faults: actions.faults,
   };
+}
+
+/** Stops accepting, lets in-flight requests finish (up to a grace time), flushes the data file. */
+async function close(state: ServerState, server: Server): Promise<void> {
+  const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  await state.inFlight.drained(CLOSE_GRACE_MS);
+  server.closeAllConnections();
+  await serverClosed;
+  await state.persister?.flush();
 }

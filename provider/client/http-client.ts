@@ -1,6 +1,7 @@
 // The HTTP client of /api/user: keep-alive connections (undici), JSON bodies on
 // every method (fetch forbids a body on GET, the API requires one), responses
 // validated with the shared wire schemas, retries per retry-policy.ts.
+import type { IncomingHttpHeaders } from "node:http";
 import { Agent, errors as undiciErrors } from "undici";
 import type { z } from "zod";
 import { USER_AGENT } from "../version";
@@ -65,6 +66,28 @@ interface SendOptions {
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** One logical request across its attempts. */
+interface RequestInProgress {
+  readonly method: ApiMethod;
+  readonly payload: string;
+  readonly options: SendOptions;
+  readonly started: number;
+  /** Time spent waiting for a pacing slot: not the request's fault, so not held against its retry budget. */
+  pacedMs: number;
+  /** An earlier attempt got no usable answer and may have been carried out. */
+  ambiguousEarlier: boolean;
+}
+
+interface FailedAttempt {
+  readonly done: false;
+  readonly outcome: AttemptOutcome;
+  readonly failure: UserGroupApiError;
+  /** The service may have carried this attempt out (a 5xx, or a request sent whose answer was lost). */
+  readonly mayHaveApplied: boolean;
+}
+
+type AttemptResult<T> = { readonly done: true; readonly data: T } | FailedAttempt;
 
 export class UserGroupsClient {
   readonly baseUrl: string;
@@ -192,121 +215,174 @@ export class UserGroupsClient {
     return (await this.sendTracked(method, body, schema, options)).data;
   }
 
+  /**
+   * One request with its retries: wait for a pacing slot, then attempt, and after
+   * each failure either stop (final answer, a request that must not be repeated,
+   * or no retry budget left) or wait and try again.
+   */
   private async sendTracked<S extends z.ZodType>(
     method: ApiMethod,
     body: object,
     schema: S,
     options: SendOptions,
   ): Promise<{ data: z.infer<S>; ambiguousEarlier: boolean }> {
-    const started = this.now();
-    /** Time spent waiting for a pacing slot: not the request's fault, so not held against its retry budget. */
-    let pacedMs = 0;
-    let ambiguousEarlier = false;
-    const payload = JSON.stringify(body);
+    const request: RequestInProgress = { method, payload: this.serialize(body), options, started: this.now(), pacedMs: 0, ambiguousEarlier: false };
+    await this.waitForFirstSlot(request);
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.attempt(request, schema, attempt);
+      if (result.done) return { data: result.data, ambiguousEarlier: request.ambiguousEarlier };
+      this.noteMayHaveApplied(request, result);
+      const delay = nextRetryDelayMs(this.policy, result.outcome, attempt, this.now() - request.started - request.pacedMs, this.random);
+      // A final answer after a lost one: the caller may need to know an earlier attempt may have applied.
+      if (delay === undefined) throw request.ambiguousEarlier && !result.failure.ambiguous ? withAmbiguity(result.failure) : result.failure;
+      await this.waitBeforeRetry(request, delay);
+    }
+  }
+
+  /** The body as sent; a current_token in it is a secret from now on. */
+  private serialize(body: object): string {
     if ("current_token" in body && typeof body.current_token === "string") this.redactor.add(body.current_token);
+    return JSON.stringify(body);
+  }
+
+  private async waitForFirstSlot(request: RequestInProgress): Promise<void> {
     const firstWait = this.pacer.reserve();
     if (firstWait > 0) {
-      pacedMs += firstWait;
+      request.pacedMs += firstWait;
       await this.sleep(firstWait);
     }
-    for (let attempt = 1; ; attempt++) {
-      const attemptStarted = this.now();
-      let outcome: AttemptOutcome;
-      let failure: UserGroupApiError;
-      try {
-        const response = await this.agent.request({
-          origin: this.origin,
-          path: `${this.pathPrefix}${API_PATH}`,
-          method,
-          headers: {
-            authorization: `Token ${this.apiKey}`,
-            "content-type": "application/json",
-            accept: "application/json",
-            "user-agent": USER_AGENT,
-          },
-          body: payload,
-          // undici closes the connection after a GET or DELETE that carries a body
-          // (in case the server ignores it) unless told not to. This API reads the
-          // body of every method, so keep the connection: otherwise every create,
-          // read and delete paid a new TCP connection (docs/performance.md, fix 1).
-          reset: false,
-          headersTimeout: this.timeouts.headersMs,
-          bodyTimeout: this.timeouts.bodyMs,
-        });
-        const text = await response.body.text();
-        const status = response.statusCode;
-        if (status === 429) {
-          this.pacer.observe(status, parseRetryAfterMs(headerValue(response.headers["retry-after"]), this.now()));
-          this.debug(`rate limited; pacing requests ${Math.round(this.pacer.state.intervalMs)} ms apart`);
-        } else {
-          this.pacer.observe(status, undefined);
-        }
-        this.debug(`${method} ${API_PATH} -> ${status} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
-        const parsed = parseJson(text);
-        if (status === 200 && isSuccess(parsed)) {
-          const result = schema.safeParse(parsed);
-          if (result.success) {
-            const token = tokenOf(result.data);
-            if (token) this.redactor.add(token);
-            return { data: result.data as z.infer<S>, ambiguousEarlier };
-          }
-          throw this.failure(method, options, attempt, {
+  }
+
+  /**
+   * One attempt, its answer or network failure classified. Throws a failure that
+   * no retry can change (a 200 that is not a success, an answer that does not
+   * match the schema).
+   */
+  private async attempt<S extends z.ZodType>(request: RequestInProgress, schema: S, attempt: number): Promise<AttemptResult<z.infer<S>>> {
+    const attemptStarted = this.now();
+    try {
+      const response = await this.agent.request({
+        origin: this.origin,
+        path: `${this.pathPrefix}${API_PATH}`,
+        method: request.method,
+        headers: {
+          authorization: `Token ${this.apiKey}`,
+          "content-type": "application/json",
+          accept: "application/json",
+          "user-agent": USER_AGENT,
+        },
+        body: request.payload,
+        // undici closes the connection after a GET or DELETE that carries a body
+        // (in case the server ignores it) unless told not to. This API reads the
+        // body of every method, so keep the connection: otherwise every create,
+        // read and delete paid a new TCP connection (docs/performance.md, fix 1).
+        reset: false,
+        headersTimeout: this.timeouts.headersMs,
+        bodyTimeout: this.timeouts.bodyMs,
+      });
+      const text = await response.body.text();
+      return this.classifyAnswer(request, schema, attempt, attemptStarted, response.statusCode, response.headers, text);
+    } catch (error) {
+      if (error instanceof UserGroupApiError) throw error;
+      return this.classifyNetworkFailure(request, attempt, attemptStarted, error);
+    }
+  }
+
+  private classifyAnswer<S extends z.ZodType>(
+    request: RequestInProgress,
+    schema: S,
+    attempt: number,
+    attemptStarted: number,
+    status: number,
+    headers: IncomingHttpHeaders,
+    text: string,
+  ): AttemptResult<z.infer<S>> {
+    const { method, options } = request;
+    this.observePacing(status, headers);
+    this.debug(`${method} ${API_PATH} -> ${status} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
+    const parsed = parseJson(text);
+    if (status === 200 && isSuccess(parsed)) return { done: true, data: this.validated(method, schema, options, attempt, status, parsed) };
+    const error = errorResponseSchema.safeParse(parsed);
+    const retryAfterMs = parseRetryAfterMs(headerValue(headers["retry-after"]), this.now());
+    const failure = error.success
+      ? this.failure(method, options, attempt, {
+          kind: "http",
+          status,
+          code: error.data.error.code,
+          serverMessage: error.data.error.message,
+        })
+      : status === 200
+        ? this.failure(method, options, attempt, {
             kind: "invalid_response",
             status,
-            serverMessage: `the answer does not match the ${method} response schema (${result.error.issues
-              .map((issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`)
-              .join("; ")})`,
+            serverMessage: "the answer says success is not 1 but carries no error",
+          })
+        : this.failure(method, options, attempt, {
+            kind: "http",
+            status,
+            serverMessage: text.length > 0 ? text.slice(0, 200) : undefined,
           });
-        }
-        const error = errorResponseSchema.safeParse(parsed);
-        const retryAfterMs = parseRetryAfterMs(headerValue(response.headers["retry-after"]), this.now());
-        outcome = { kind: "response", status, retryAfterMs };
-        failure = error.success
-          ? this.failure(method, options, attempt, {
-              kind: "http",
-              status,
-              code: error.data.error.code,
-              serverMessage: error.data.error.message,
-            })
-          : status === 200
-            ? this.failure(method, options, attempt, {
-                kind: "invalid_response",
-                status,
-                serverMessage: "the answer says success is not 1 but carries no error",
-              })
-            : this.failure(method, options, attempt, {
-                kind: "http",
-                status,
-                serverMessage: text.length > 0 ? text.slice(0, 200) : undefined,
-              });
-        if (status === 200) throw failure; // a well-formed "success: 0" on 200 is final
-        if (status >= 500) {
-          // A gateway may fail after the service carried the request out.
-          if (!options.retryWhenAmbiguous) throw withAmbiguity(failure);
-          ambiguousEarlier = true;
-        }
-      } catch (error) {
-        if (error instanceof UserGroupApiError) throw error;
-        const sent = wasSent(error);
-        outcome = { kind: "network", sent };
-        this.debug(`${method} ${API_PATH} -> ${networkCode(error)} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
-        failure = this.failure(method, options, attempt, {
-          kind: "network",
-          code: networkCode(error),
-          serverMessage: error instanceof Error ? error.message : String(error),
-          ambiguous: sent,
-        });
-        if (sent && !options.retryWhenAmbiguous) throw failure;
-        if (sent) ambiguousEarlier = true;
-      }
-      const delay = nextRetryDelayMs(this.policy, outcome, attempt, this.now() - started - pacedMs, this.random);
-      // A final answer after a lost one: the caller may need to know an earlier attempt may have applied.
-      if (delay === undefined) throw ambiguousEarlier && !failure.ambiguous ? withAmbiguity(failure) : failure;
-      const wait = this.pacer.reserve(this.now() + delay);
-      pacedMs += wait - delay;
-      this.debug(`retrying ${method} in ${wait} ms`);
-      await this.sleep(wait);
+    if (status === 200) throw failure; // a well-formed "success: 0" on 200 is final
+    // A gateway may fail after the service carried the request out.
+    return { done: false, outcome: { kind: "response", status, retryAfterMs }, failure, mayHaveApplied: status >= 500 };
+  }
+
+  /** A 429 slows every later request of this pacer; any other answer lets it speed up again. */
+  private observePacing(status: number, headers: IncomingHttpHeaders): void {
+    if (status === 429) {
+      this.pacer.observe(status, parseRetryAfterMs(headerValue(headers["retry-after"]), this.now()));
+      this.debug(`rate limited; pacing requests ${Math.round(this.pacer.state.intervalMs)} ms apart`);
+    } else {
+      this.pacer.observe(status, undefined);
     }
+  }
+
+  /** A success body checked against the method's response schema; its token is a secret from now on. */
+  private validated<S extends z.ZodType>(method: ApiMethod, schema: S, options: SendOptions, attempt: number, status: number, parsed: unknown): z.infer<S> {
+    const result = schema.safeParse(parsed);
+    if (result.success) {
+      const token = tokenOf(result.data);
+      if (token) this.redactor.add(token);
+      return result.data as z.infer<S>;
+    }
+    throw this.failure(method, options, attempt, {
+      kind: "invalid_response",
+      status,
+      serverMessage: `the answer does not match the ${method} response schema (${result.error.issues
+        .map((issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`)
+        .join("; ")})`,
+    });
+  }
+
+  private classifyNetworkFailure(request: RequestInProgress, attempt: number, attemptStarted: number, error: unknown): AttemptResult<never> {
+    const { method, options } = request;
+    const sent = wasSent(error);
+    this.debug(`${method} ${API_PATH} -> ${networkCode(error)} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
+    const failure = this.failure(method, options, attempt, {
+      kind: "network",
+      code: networkCode(error),
+      serverMessage: error instanceof Error ? error.message : String(error),
+      ambiguous: sent,
+    });
+    return { done: false, outcome: { kind: "network", sent }, failure, mayHaveApplied: sent };
+  }
+
+  /**
+   * An attempt that may have been carried out: a request that must not be repeated
+   * blindly (rotation) stops here, ambiguous; others go on, remembering it.
+   */
+  private noteMayHaveApplied(request: RequestInProgress, result: FailedAttempt): void {
+    if (!result.mayHaveApplied) return;
+    if (!request.options.retryWhenAmbiguous) throw result.failure.ambiguous ? result.failure : withAmbiguity(result.failure);
+    request.ambiguousEarlier = true;
+  }
+
+  /** The retry delay, or longer when the pacer has no slot sooner; pacing time is not held against the retry budget. */
+  private async waitBeforeRetry(request: RequestInProgress, delay: number): Promise<void> {
+    const wait = this.pacer.reserve(this.now() + delay);
+    request.pacedMs += wait - delay;
+    this.debug(`retrying ${request.method} in ${wait} ms`);
+    await this.sleep(wait);
   }
 
   private failure(

@@ -15,18 +15,20 @@ import {
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { runUserGroupsCli } from "../support/user-groups-cli";
+import { waitFor } from "../support/wait-for";
 
 const KEY = "fleet-customer-key-0001";
 let server: FakeServer;
 let env: PulumiTestEnv;
 
-function fleetOf(stack: string, extra: { lockTimeoutMs?: number; workDir?: string } = {}): UserGroupFleet {
+function fleetOf(stack: string, extra: { lockTimeoutMs?: number; workDir?: string; onLockWait?: () => void } = {}): UserGroupFleet {
   return new UserGroupFleet({
     stack,
     workDir: extra.workDir ?? path.join(env.workDir, "fleet"),
     passphrase: "fleet-test",
     envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
     ...(extra.lockTimeoutMs !== undefined ? { lockTimeoutMs: extra.lockTimeoutMs } : {}),
+    ...(extra.onLockWait !== undefined ? { onLockWait: extra.onLockWait } : {}),
   });
 }
 
@@ -183,13 +185,15 @@ describe("UserGroupFleet and the stack's lock", () => {
   }
 
   it("waits for a run that holds the stack, then goes through", async () => {
-    const fleet = fleetOf("locked-then-free", { workDir: path.join(env.workDir, "fleet-lock") });
+    let lockWaits = 0;
+    const fleet = fleetOf("locked-then-free", { workDir: path.join(env.workDir, "fleet-lock"), onLockWait: () => (lockWaits += 1) });
     try {
       await fleet.ensure({ name: "First", userGroupId: "lock-first" }); // the stack exists now
       const release = holdLock("locked-then-free");
       const pending = fleet.ensure({ name: "Second", userGroupId: "lock-second" });
       const settled = pending.then(() => true, () => true);
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // The fleet reports each refusal of the held lock before it waits again.
+      await waitFor(() => lockWaits >= 1, { timeoutMs: 30_000, what: "the fleet to find the stack locked" });
       // Still waiting for the lock: nothing reached the service for it yet.
       expect(tokenOf("lock-second")).toBeUndefined();
       release();

@@ -2,6 +2,7 @@
 import { request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, type CliRun } from "./cli-process.js";
+import { waitFor } from "../support/wait-for.js";
 
 const running: CliRun[] = [];
 function cli(args: readonly string[]): CliRun {
@@ -47,10 +48,17 @@ describe("user-groups-fake-server", () => {
     await request(`${url}/__admin/faults`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ rules: [{ method: "GET", action: "delay", delayMs: 400 }] }),
+      body: JSON.stringify({ rules: [{ method: "GET", action: "delay", delayMs: 400, times: 1 }] }),
     }).then((r) => r.body.text());
     const inFlight = get(url, "cli-key-customer", "slow");
-    await new Promise((r) => setTimeout(r, 150));
+    // The rule is spent once the GET reached it: the request is then in flight (being delayed).
+    await waitFor(
+      async () => {
+        const listed = (await request(`${url}/__admin/faults`).then((r) => r.body.json())) as { rules: Array<{ remaining?: number }> };
+        return listed.rules[0]?.remaining === 0;
+      },
+      { what: "the GET to be delayed by the server" },
+    );
     run.child.kill("SIGTERM");
     const reply = await inFlight;
     expect(reply.status).toBe(200);

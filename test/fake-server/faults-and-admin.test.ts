@@ -111,6 +111,28 @@ describe("fault matching", () => {
     for (let i = 0; i < 5; i++) expectError(await call(server, "GET", { name: "A", user_group_id: "a" }), 500, "injected_fault");
   });
 
+  it("seed: the same seed fires on the same matches again; another seed differs", async () => {
+    const firings = async (seed: number, via: "admin" | "helper"): Promise<string> => {
+      const rule = { method: "GET", action: "status", status: 500, probability: 0.5, seed } as const;
+      if (via === "admin") {
+        await admin("DELETE", "faults");
+        expect((await admin("POST", "faults", { rules: [rule] })).status).toBe(200);
+      } else {
+        server.setFaults([rule]);
+      }
+      let pattern = "";
+      for (let i = 0; i < 24; i++) pattern += (await call(server, "GET", { name: "A", user_group_id: "a" })).status === 500 ? "x" : ".";
+      return pattern;
+    };
+    const first = await firings(7, "admin");
+    expect(first).toMatch(/x/);
+    expect(first).toMatch(/\./);
+    expect(await firings(7, "helper")).toBe(first);
+    expect(await firings(8, "admin")).not.toBe(first);
+    expect(server.faults()).toEqual([{ method: "GET", action: "status", status: 500, probability: 0.5, seed: 8 }]);
+    server.clearFaults();
+  });
+
   it("user_group_id matches the body id for GET/PUT", async () => {
     server.setFaults([{ method: "GET", user_group_id: "b", action: "status", status: 500 }]);
     expectOk(await call(server, "GET", { name: "A", user_group_id: "a" }), "GET");
@@ -168,6 +190,8 @@ describe("admin endpoints", () => {
     ["delay without delayMs", { rules: [{ method: "GET", action: "delay" }] }],
     ["probability above 1", { rules: [{ method: "GET", action: "reset", probability: 2 }] }],
     ["times 0", { rules: [{ method: "GET", action: "reset", times: 0 }] }],
+    ["negative seed", { rules: [{ method: "GET", action: "reset", probability: 0.5, seed: -1 }] }],
+    ["seed above 32 bits", { rules: [{ method: "GET", action: "reset", probability: 0.5, seed: 2 ** 32 }] }],
     ["misspelt field", { rules: [{ method: "GET", action: "reset", time: 1 }] }],
   ])("a bad fault body (%s) is 400 and installs nothing", async (_label, body) => {
     const reply = await admin("POST", "faults", body);

@@ -9,6 +9,7 @@ import { Persister, loadSnapshot } from "../../fake-server/persistence.js";
 import type { Snapshot } from "../../fake-server/store.js";
 import { runCli } from "./cli-process.js";
 import { KEYS, call, createGroup, expectOk, start } from "./helpers.js";
+import { waitFor } from "../support/wait-for.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -122,7 +123,7 @@ describe("persistence", () => {
       }
     };
     const workers = Array.from({ length: 8 }, (_, w) => worker(w));
-    while (acknowledged.length < 150) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => acknowledged.length >= 150, { timeoutMs: 60_000, what: "150 acknowledged creates" });
     run.child.kill("SIGKILL");
     expect(await run.exited).toBe("SIGKILL");
     stop = true;

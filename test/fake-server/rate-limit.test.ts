@@ -39,6 +39,7 @@ describe("W11 rate limit", () => {
     expectOk(await call(server, "GET", body), "GET");
     const refused = await call(server, "GET", body);
     expectError(refused, 429, "rate_limited");
+    // A fixed wait on purpose: the time passing is what opens the window (the behaviour under test).
     await new Promise((r) => setTimeout(r, Number(refused.headers["retry-after"]) * 1000 + 50));
     expectOk(await call(server, "GET", body), "GET");
   });

@@ -227,7 +227,8 @@ describe("W2 requests", () => {
             if (!socket.write(frame)) await new Promise((r) => socket.once("drain", r));
           }
           if (chunked) socket.write("0\r\n\r\n");
-          // Give the server time to have closed, if it closes without lingering.
+          // A fixed wait on purpose (the behaviour under test): a server that closed at once,
+          // without lingering, would have reset the socket by now and lost the 413.
           await new Promise((r) => setTimeout(r, 200));
           socket.resume();
         };
@@ -255,7 +256,8 @@ describe("W2 requests", () => {
         socket.write(rawPutHead("Transfer-Encoding: chunked"));
         const writeForever = async (): Promise<void> => {
           for (let i = 0; !socket.destroyed; i++) {
-            // Past the 1 MiB limit at full speed, then at the chosen pace.
+            // Past the 1 MiB limit at full speed, then at the chosen pace (the pause is the
+            // behaviour under test: a slow sender must be cut off too).
             if (pauseMs > 0 && i > 20) await new Promise((r) => setTimeout(r, pauseMs));
             if (socket.destroyed) break;
             if (!socket.write(frame, (error) => void (error ?? (written += frame.length)))) {

@@ -16,6 +16,7 @@ import {
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
+import { waitFor } from "../support/wait-for";
 
 const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };
 let rs: ReliabilityServer;
@@ -60,7 +61,7 @@ describe("a dead API", () => {
     // The delayed GETs create the groups late, after the client gave up: the documented recovery
     // (adoptExisting) takes them over, and destroy leaves the server empty.
     rs.server.clearFaults();
-    await new Promise((resolve) => setTimeout(resolve, 4500));
+    await waitFor(() => rs.server.groups().length >= 2, { timeoutMs: 15_000, what: "the delayed GETs to create their groups" });
     expect(rs.server.groups().map((g) => g.user_group_id).sort()).toEqual(["silent-0", "silent-1"]);
     // Bounded by the client's timeouts, counted from the first request (engine start-up, which a
     // busy machine stretches, is not the client's): 3 attempts x 0.8 s + backoff, well below the

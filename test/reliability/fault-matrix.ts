@@ -6,6 +6,8 @@
 // the stack reports. Last, no token and no API key may appear in anything the
 // runs left behind (state files, engine output with the provider's debug lines,
 // the server's log and journal). Split over two files so that they run in parallel.
+// Probabilistic rules are seeded: each file prints its FAULT_SEED; run it again with
+// FAULT_SEED=<n> to replay the same chances.
 import { describe, expect, it } from "vitest";
 import type { FaultRuleInput } from "../../fake-server/index";
 import { API_METHODS } from "../../provider/wire/schemas";
@@ -36,8 +38,29 @@ type RuleWithoutMethod = FaultRuleInput extends infer R ? (R extends unknown ? O
 export const everyMethod = (rule: RuleWithoutMethod): FaultRuleInput[] =>
   API_METHODS.map((method) => ({ ...rule, method }) as FaultRuleInput);
 
+/**
+ * The seed of this file's probabilistic rules: FAULT_SEED from the environment to
+ * replay a run, else a fresh one. Printed so that a failure can be replayed.
+ */
+export function faultSeed(label: string): number {
+  const given = process.env["FAULT_SEED"];
+  if (given !== undefined && !/^\d{1,10}$/.test(given)) throw new Error("FAULT_SEED must be an integer 0..4294967295");
+  const seed = given === undefined ? Math.floor(Math.random() * 0x1_0000_0000) : Number(given);
+  if (seed > 0xffff_ffff) throw new Error("FAULT_SEED must be an integer 0..4294967295");
+  console.log(`fault matrix ${label}: FAULT_SEED=${seed}${given === undefined ? "" : " (from the environment)"}`);
+  return seed;
+}
+
+/** Each rule with a probability gets its own seed, derived from the file's, the case's and the rule's place. */
+function seeded(rules: readonly FaultRuleInput[], fileSeed: number, caseIndex: number): FaultRuleInput[] {
+  return rules.map((rule, ruleIndex) =>
+    rule.probability === undefined ? rule : { ...rule, seed: (fileSeed + caseIndex * 1_000 + ruleIndex) % 0x1_0000_0000 },
+  );
+}
+
 export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void {
   const GROUPS = 5;
+  const seed = faultSeed(label);
   let rs: ReliabilityServer;
   const stacks = useReliabilityServer((started) => (rs = started));
 
@@ -47,7 +70,7 @@ export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void
         await rs.server.reset();
         const gs = await createGroupStack(`${label}-${index}`, rs.server.url, CUSTOMER_KEY, { ...FAST_RETRIES, ...fc.env });
         stacks.push(gs);
-        rs.server.setFaults(fc.rules);
+        rs.server.setFaults(seeded(fc.rules, seed, index));
 
         gs.declared = groupsOf(GROUPS, `${label}${index}`);
         const up = await gs.stack.up(gs.run);
