@@ -66,7 +66,9 @@ describe("a dead API", () => {
     // Bounded by the client's timeouts, counted from the first request (engine start-up, which a
     // busy machine stretches, is not the client's): 3 attempts x 0.8 s + backoff, well below the
     // 3 x 4 s that waiting for the server's answers would take.
-    const firstRequestAt = Math.min(...rs.server.journal().slice(journalMark).map((entry) => Date.parse(entry.time)));
+    const lateGets = () => rs.server.journal().slice(journalMark).filter((entry) => entry.method === "GET");
+    await waitFor(() => lateGets().length >= 2, { timeoutMs: 15_000, what: "the delayed GETs to be journaled" });
+    const firstRequestAt = Math.min(...lateGets().map((entry) => Date.parse(entry.time)));
     expect(failedAt - firstRequestAt).toBeLessThan(12_000);
     for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, adoptExisting: true });
     await gs.stack.up(gs.run);
