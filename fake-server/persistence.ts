@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { open, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { snapshotSchema, type Snapshot } from "./store.js";
 
 /** Reads the data file; `undefined` when it does not exist yet. Corruption is an error, never silently empty. */
@@ -26,9 +27,9 @@ export async function loadSnapshot(file: string): Promise<Snapshot | undefined> 
   } catch (error) {
     throw new Error(`data file ${file} is not valid JSON (${(error as Error).message}); move it away to start empty`);
   }
-  const parsed = snapshotSchema.safeParse(json);
+  const parsed = snapshotSchema.safeParse(json, WORDED_ISSUES);
   if (!parsed.success) {
-    throw new Error(`data file ${file} does not hold fake-server state: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    throw new Error(`data file ${file} does not hold fake-server state: ${formatIssues(parsed.error, "the file")[0]}`);
   }
   return parsed.data;
 }

@@ -20,6 +20,7 @@ import {
   type UpdateUserResponse,
   updateUserResponseSchema,
 } from "../wire/schemas";
+import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import { Redactor } from "./redact";
@@ -244,7 +245,7 @@ export class UserGroupsClient {
         this.debug(`${method} ${API_PATH} -> ${status} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
         const parsed = parseJson(text);
         if (status === 200 && isSuccess(parsed)) {
-          const result = schema.safeParse(parsed);
+          const result = schema.safeParse(parsed, WORDED_ISSUES);
           if (result.success) {
             const token = tokenOf(result.data);
             if (token) this.redactor.add(token);
@@ -253,9 +254,7 @@ export class UserGroupsClient {
           throw this.failure(method, options, attempt, {
             kind: "invalid_response",
             status,
-            serverMessage: `the answer does not match the ${method} response schema (${result.error.issues
-              .map((issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`)
-              .join("; ")})`,
+            serverMessage: `the answer does not match the ${method} response schema (${formatIssues(result.error, "the body").join("; ")})`,
           });
         }
         const error = errorResponseSchema.safeParse(parsed);

@@ -11,6 +11,7 @@ import {
   type Properties,
   userGroupIdSchema,
 } from "../wire/schemas";
+import { formatIssue, issuePath, PROTO_KEY_REFUSED, WORDED_ISSUES } from "../wire/issues";
 
 /** Pulumi's marker for a value not known until apply (preview of a computed input). */
 export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
@@ -135,32 +136,15 @@ export function checkInputs(raw: Record<string, unknown>): CheckResult {
   const schema = schemaFor(unknown.name !== undefined, unknown.userGroupId !== undefined);
   const protoKeys = [...protoKeyPaths(known.mapping, "mapping"), ...protoKeyPaths(known.properties, "properties")];
   if (protoKeys.length > 0) {
-    return { ok: false, failures: protoKeys.map((property) => ({ property, reason: `${property}: the key "__proto__" is not allowed` })) };
+    return { ok: false, failures: protoKeys.map((property) => ({ property, reason: `${property} ${PROTO_KEY_REFUSED}` })) };
   }
-  const parsed = schema.safeParse(known);
+  const parsed = schema.safeParse(known, WORDED_ISSUES);
   if (!parsed.success) {
     return {
       ok: false,
-      failures: parsed.error.issues.map((issue) => ({
-        property: issue.path.length > 0 ? issue.path.map(String).join(".") : "(inputs)",
-        reason: describeIssue(issue),
-      })),
+      failures: parsed.error.issues.map((issue) => ({ property: issuePath(issue) || "(inputs)", reason: formatIssue(issue, "inputs") })),
     };
   }
   const normalized = normalizeInputs({ ...(parsed.data as UserGroupInputs) });
   return { ok: true, inputs: { ...normalized, ...unknown } as CheckedInputs };
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "inputs";
-  if (issue.code === "invalid_type") {
-    // zod 4 does not keep the input in issues; its message says what it received.
-    return /received undefined$/.test(issue.message)
-      ? `${field} is required`
-      : `${field} must be ${issue.message
-          .replace(/^Invalid input: expected /, "")
-          .replace(/^(record|object)\b/, "an object")
-          .replace(/^(string|boolean|number)\b/, "a $1")}`;
-  }
-  return `${field} ${issue.message}`;
 }
