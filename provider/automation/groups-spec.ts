@@ -6,6 +6,7 @@ import { z } from "zod";
 import { userGroupInputsSchema } from "../logic/inputs";
 import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { MAX_BODY_BYTES } from "../wire/schemas";
+import { UserGroupsError } from "../wire/errors";
 
 /** A group's properties travel in one request body, which the service caps (W2). */
 export const MAX_PROPERTIES_BYTES = MAX_BODY_BYTES;
@@ -22,12 +23,13 @@ export interface SpecProblem {
   readonly problem: string;
 }
 
-export class GroupsValidationError extends Error {
+export class GroupsValidationError extends UserGroupsError {
   constructor(
     readonly problems: readonly SpecProblem[],
     readonly source?: string,
   ) {
     super(
+      "invalid_groups",
       `${source ? `${source}: ` : ""}${problems.length === 1 ? "1 problem" : `${problems.length} problems`} in the groups, nothing was changed:\n` +
         problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId "${p.userGroupId}")` : ""}: ${p.problem}`).join("\n"),
     );

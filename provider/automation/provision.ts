@@ -12,6 +12,7 @@ import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait"
 import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
+import { UserGroupsError } from "../wire/errors";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
 
@@ -193,13 +194,13 @@ export function workspaceOf(options: RunOptions): PreparedWorkspace {
   );
 }
 
-export class StackNotFoundError extends Error {
+export class StackNotFoundError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     backendUrl: string,
     options?: { cause?: unknown },
   ) {
-    super(`Stack "${stackName}" does not exist in ${withoutCredentials(backendUrl)}: nothing to read or delete. Nothing was changed.`, options);
+    super("stack_not_found", `Stack "${stackName}" does not exist in ${withoutCredentials(backendUrl)}: nothing to read or delete. Nothing was changed.`, options);
     this.name = "StackNotFoundError";
   }
 }

@@ -294,6 +294,7 @@ export class UserGroupsClient {
           code: networkCode(error),
           serverMessage: error instanceof Error ? error.message : String(error),
           ambiguous: sent,
+          cause: error,
         });
         if (sent && !options.retryWhenAmbiguous) throw failure;
         if (sent) ambiguousEarlier = true;
@@ -312,20 +313,24 @@ export class UserGroupsClient {
     method: ApiMethod,
     options: SendOptions,
     attempts: number,
-    details: { kind: UserGroupApiError["kind"]; status?: number; code?: string; serverMessage?: string; ambiguous?: boolean },
+    details: { kind: UserGroupApiError["kind"]; status?: number; code?: string; serverMessage?: string; ambiguous?: boolean; cause?: unknown },
   ): UserGroupApiError {
-    return new UserGroupApiError({
-      method,
-      baseUrl: this.baseUrl,
-      userGroupId: options.userGroupId,
-      environment: this.knownEnvironment,
-      attempts,
-      kind: details.kind,
-      status: details.status,
-      code: details.code,
-      serverMessage: details.serverMessage !== undefined ? this.redactor.text(details.serverMessage) : undefined,
-      ambiguous: details.ambiguous ?? false,
-    });
+    const { cause, ...rest } = details;
+    return new UserGroupApiError(
+      {
+        method,
+        baseUrl: this.baseUrl,
+        userGroupId: options.userGroupId,
+        environment: this.knownEnvironment,
+        attempts,
+        kind: rest.kind,
+        status: rest.status,
+        code: rest.code,
+        serverMessage: rest.serverMessage !== undefined ? this.redactor.text(rest.serverMessage) : undefined,
+        ambiguous: rest.ambiguous ?? false,
+      },
+      cause !== undefined ? { cause } : undefined,
+    );
   }
 
   private debug(line: string): void {
@@ -334,7 +339,7 @@ export class UserGroupsClient {
 }
 
 function withAmbiguity(error: UserGroupApiError): UserGroupApiError {
-  return new UserGroupApiError({ ...error, ambiguous: true });
+  return new UserGroupApiError({ ...error.details, ambiguous: true }, error.cause !== undefined ? { cause: error.cause } : undefined);
 }
 
 function parseJson(text: string): unknown {
