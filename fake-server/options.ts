@@ -3,6 +3,7 @@ import { z } from "zod";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { isLoopbackHost } from "../provider/wire/loopback.js";
 import { apiKeyConfigSchema } from "./auth.js";
+import { UserGroupsError } from "../provider/wire/errors.js";
 
 export { isLoopbackHost };
 
@@ -52,5 +53,5 @@ export type ResolvedOptions = z.output<typeof fakeServerOptionsSchema>;
 export function resolveOptions(options: FakeServerOptions): ResolvedOptions {
   const parsed = fakeServerOptionsSchema.safeParse(options, WORDED_ISSUES);
   if (parsed.success) return parsed.data;
-  throw new Error(`startFakeServer: invalid options: ${formatIssues(parsed.error, "options").join("; ")}`);
+  throw new UserGroupsError("invalid_options", `startFakeServer: invalid options: ${formatIssues(parsed.error, "options").join("; ")}`);
 }

@@ -220,7 +220,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   if (passphrase === undefined && passphraseFile === undefined) {
-    throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
+    throw new UserGroupsError("missing_passphrase", "No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
   const workspace = workspaceOf(options);
   const args = { stackName: options.stack, projectName: PROJECT_NAME, program };

@@ -26,6 +26,7 @@ import { Pacer } from "./pacer";
 import { Redactor } from "./redact";
 import { assertSecureTransport } from "./transport";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
+import { UserGroupsError } from "../wire/errors";
 
 export interface Timeouts {
   readonly connectMs: number;
@@ -89,7 +90,7 @@ export class UserGroupsClient {
   constructor(options: ClientOptions) {
     const url = new URL(options.baseUrl);
     if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new Error(`The user-groups base URL must be http(s), got "${url.protocol}"`);
+      throw new UserGroupsError("invalid_base_url", `The user-groups base URL must be http(s), got "${url.protocol}"`);
     }
     assertSecureTransport(url, options.allowInsecureHttp === true);
     this.origin = url.origin;

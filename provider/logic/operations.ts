@@ -232,7 +232,8 @@ export async function rotateUserGroupToken(
       lastError = error;
       const current = await readCurrentGroup(api, group.name, group.userGroupId);
       if (current === undefined) {
-        throw new Error(
+        throw new UserGroupsError(
+          "user_group_gone",
           `Cannot rotate the token of user group "${group.userGroupId}": it no longer exists on the server. ` +
             "Run `pulumi refresh` to record that, then `pulumi up` to create it again.",
         );
