@@ -1,6 +1,7 @@
 // The /__admin/ endpoints: inspect and steer the fake server from tests and demos.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ADMIN_MAX_BODY_BYTES, assertAdminRequestAllowed, type AdminGuardSettings } from "./admin-guard.js";
+import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { ApiError } from "./errors.js";
 import { faultRulesBodySchema, type FaultRule } from "./faults.js";
 import { parseBody } from "./handlers.js";
@@ -45,12 +46,8 @@ const ROUTES: Record<string, Record<string, AdminRoute>> = {
     GET: async (_req, a) => ({ rules: a.faults() }),
     POST: async (req, a, res) => {
       const body = parseBody(await readBody(req, res, ADMIN_MAX_BODY_BYTES));
-      const parsed = faultRulesBodySchema.safeParse(body);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        const where = issue?.path.join(".") ?? "";
-        throw new ApiError(400, "invalid_body", `fault rules: ${where === "" ? "" : `${where}: `}${issue?.message ?? "invalid"}`);
-      }
+      const parsed = faultRulesBodySchema.safeParse(body, WORDED_ISSUES);
+      if (!parsed.success) throw new ApiError(400, "invalid_body", `fault rules: ${formatIssues(parsed.error, "request body").join("; ")}`);
       a.addFaults(parsed.data.rules);
       return { rules: a.faults() };
     },

@@ -15,6 +15,7 @@ import {
   type UpdateUserResponse,
 } from "../provider/wire/schemas.js";
 import type { ApiKey } from "./auth.js";
+import { formatIssue, PROTO_KEY_REFUSED, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { ApiError } from "./errors.js";
 import { MAX_JSON_DEPTH, findJsonHazard } from "./json-guard.js";
 import type { Store, StoredGroup } from "./store.js";
@@ -57,8 +58,8 @@ export function parseBody(raw: Buffer): JsonObject {
       400,
       fieldErrorCode(hazard.field),
       hazard.kind === "too_deep"
-        ? `${hazard.field}: nested deeper than ${MAX_JSON_DEPTH} levels`
-        : `${hazard.field}: the key "__proto__" is not allowed`,
+        ? `${hazard.field} is nested deeper than ${MAX_JSON_DEPTH} levels`
+        : `${hazard.field} ${PROTO_KEY_REFUSED}`,
     );
   }
   return value as JsonObject;
@@ -66,13 +67,11 @@ export function parseBody(raw: Buffer): JsonObject {
 
 /** Validates with a wire schema; the first problem names its field (W4). */
 function validate<S extends z.ZodType>(schema: S, body: JsonObject): z.infer<S> {
-  const parsed = schema.safeParse(body);
+  const parsed = schema.safeParse(body, WORDED_ISSUES);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const field = typeof issue?.path[0] === "string" ? issue.path[0] : "";
-  const missing = issue?.code === "invalid_type" && body[field] === undefined;
-  const detail = missing ? "is required" : (issue?.message ?? "is invalid");
-  throw new ApiError(400, fieldErrorCode(field), field === "" ? `request body ${detail}` : `${field}: ${detail}`);
+  throw new ApiError(400, fieldErrorCode(field), issue === undefined ? "request body is invalid" : formatIssue(issue, "request body"));
 }
 
 function notFound(what: string): ApiError {

@@ -1,6 +1,7 @@
 // Small node:http helpers: media type check, bounded body reading, JSON answers.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
+import { UserGroupsError } from "../provider/wire/errors.js";
 import { MAX_BODY_BYTES } from "../provider/wire/schemas.js";
 import { ApiError, errorBody } from "./errors.js";
 
@@ -26,9 +27,10 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /** Thrown when the client went away mid-request: there is nobody to answer. */
-export class ClientGone extends Error {
+export class ClientGone extends UserGroupsError {
   constructor() {
-    super("client closed the connection");
+    super("client_gone", "client closed the connection");
+    this.name = "ClientGone";
   }
 }
 

@@ -6,6 +6,7 @@
 // be the key itself.
 import { statSync } from "node:fs";
 import { ENVIRONMENTS, type Environment } from "../provider/wire/schemas.js";
+import { UserGroupsError } from "../provider/wire/errors.js";
 import type { ApiKeyConfig } from "./auth.js";
 
 export const ENV_API_KEYS = "USER_GROUPS_FAKE_API_KEYS";
@@ -48,16 +49,17 @@ export function readApiKeysFile(file: string, readText: (file: string) => string
   try {
     stats = statSync(file);
   } catch (error) {
-    throw new Error(`--api-keys-file ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    throw new UserGroupsError("invalid_api_keys_file", `--api-keys-file ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? "error"})`);
   }
-  if (!stats.isFile()) throw new Error(`--api-keys-file ${file}: not a regular file`);
+  if (!stats.isFile()) throw new UserGroupsError("invalid_api_keys_file", `--api-keys-file ${file}: not a regular file`);
   if ((stats.mode & 0o077) !== 0) {
-    throw new Error(
+    throw new UserGroupsError(
+      "invalid_api_keys_file",
       `--api-keys-file ${file}: group or others may access it (mode ${(stats.mode & 0o777).toString(8).padStart(4, "0")}); run chmod 600 ${file}`,
     );
   }
   if (typeof process.getuid === "function" && stats.uid !== process.getuid()) {
-    throw new Error(`--api-keys-file ${file}: owned by another user`);
+    throw new UserGroupsError("invalid_api_keys_file", `--api-keys-file ${file}: owned by another user`);
   }
   return readText(file);
 }

@@ -1,7 +1,9 @@
 // startFakeServer options, validated once at start so mistakes fail loudly.
 import { z } from "zod";
+import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { isLoopbackHost } from "../provider/wire/loopback.js";
 import { apiKeyConfigSchema } from "./auth.js";
+import { UserGroupsError } from "../provider/wire/errors.js";
 
 export { isLoopbackHost };
 
@@ -49,9 +51,7 @@ export type ResolvedOptions = z.output<typeof fakeServerOptionsSchema>;
 
 /** Parses options; the error names the option (never echoes a key). */
 export function resolveOptions(options: FakeServerOptions): ResolvedOptions {
-  const parsed = fakeServerOptionsSchema.safeParse(options);
+  const parsed = fakeServerOptionsSchema.safeParse(options, WORDED_ISSUES);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where = issue?.path.join(".") ?? "";
-  throw new Error(`startFakeServer: invalid option ${where === "" ? "" : `"${where}"`}: ${issue?.message ?? "invalid"}`);
+  throw new UserGroupsError("invalid_options", `startFakeServer: invalid options: ${formatIssues(parsed.error, "options").join("; ")}`);
 }

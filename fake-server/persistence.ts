@@ -9,7 +9,9 @@
 import { randomBytes } from "node:crypto";
 import { open, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { snapshotSchema, type Snapshot } from "./store.js";
+import { UserGroupsError } from "../provider/wire/errors.js";
 
 /** Reads the data file; `undefined` when it does not exist yet. Corruption is an error, never silently empty. */
 export async function loadSnapshot(file: string): Promise<Snapshot | undefined> {
@@ -24,11 +26,13 @@ export async function loadSnapshot(file: string): Promise<Snapshot | undefined> 
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new Error(`data file ${file} is not valid JSON (${(error as Error).message}); move it away to start empty`);
+    throw new UserGroupsError("invalid_data_file", `data file ${file} is not valid JSON (${(error as Error).message}); move it away to start empty`, {
+      cause: error,
+    });
   }
-  const parsed = snapshotSchema.safeParse(json);
+  const parsed = snapshotSchema.safeParse(json, WORDED_ISSUES);
   if (!parsed.success) {
-    throw new Error(`data file ${file} does not hold fake-server state: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    throw new UserGroupsError("invalid_data_file", `data file ${file} does not hold fake-server state: ${formatIssues(parsed.error, "the file")[0]}`);
   }
   return parsed.data;
 }

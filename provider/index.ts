@@ -6,6 +6,7 @@ export type { ClientOptions, Timeouts } from "./client/http-client";
 export { UserGroupApiError } from "./client/errors";
 export { UserGroupExistsError } from "./logic/operations";
 export { MissingCredentialsError } from "./logic/credentials";
+export { UserGroupsError } from "./wire/errors";
 export type { Environment, JsonValue, Mapping, Properties } from "./wire/schemas";
 
 /**

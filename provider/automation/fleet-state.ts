@@ -2,8 +2,8 @@
 // --show-secrets`): no engine run, no API request. Secrets come decrypted in
 // that export, as Pulumi's secret envelope with a `plaintext` JSON text.
 import type { Deployment } from "@pulumi/pulumi/automation";
-import { z } from "zod";
-import { type Environment, environmentSchema, jsonObjectSchema, type Mapping, mappingSchema, type Properties } from "../wire/schemas";
+import { userGroupInputsSchema, userGroupOutputsSchema } from "../logic/inputs";
+import type { Environment, Mapping, Properties } from "../wire/schemas";
 import { USER_GROUP_TYPE } from "../resource/user-group";
 
 /** One group as the stack holds it. */
@@ -33,17 +33,10 @@ function revealed(value: unknown): unknown {
   return value;
 }
 
-const heldOutputsSchema = z.object({
-  name: z.string(),
-  userGroupId: z.string(),
-  mapping: mappingSchema.optional(),
-  properties: jsonObjectSchema.nullable().optional(),
-  rotationTrigger: z.string().optional(),
-  profile: z.string().optional(),
-  token: z.string(),
-  teamId: z.number(),
-  apiEnvironmentTag: environmentSchema.optional(),
-});
+/** The outputs a group's state holds, tolerant of a state without mapping or with null properties. */
+const heldOutputsSchema = userGroupOutputsSchema
+  .pick({ name: true, userGroupId: true, rotationTrigger: true, profile: true, token: true, teamId: true, apiEnvironmentTag: true })
+  .extend({ mapping: userGroupInputsSchema.shape.mapping, properties: userGroupInputsSchema.shape.properties });
 
 interface StateResource {
   readonly urn?: unknown;

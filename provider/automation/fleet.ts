@@ -16,6 +16,7 @@ import { withStackLockWait } from "./lock-wait";
 import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
+import { UserGroupsError } from "../wire/errors";
 
 export type { FleetGroup } from "./fleet-state";
 
@@ -29,30 +30,31 @@ export interface FleetOptions extends RunOptions {
 /** The stack output that marks a fleet's stack (the GitOps CLI refuses whole-set runs on it). */
 export const FLEET_MARKER_OUTPUT = "userGroupsFleet";
 
-export class FleetClosedError extends Error {
+export class FleetClosedError extends UserGroupsError {
   constructor() {
-    super("This UserGroupFleet is closed: create a new one to provision more groups.");
+    super("fleet_closed", "This UserGroupFleet is closed: create a new one to provision more groups.");
     this.name = "FleetClosedError";
   }
 }
 
 /** A group's own failure inside a batch run; the other groups of the run are not affected. */
-export class FleetGroupError extends Error {
+export class FleetGroupError extends UserGroupsError {
   constructor(
     readonly resourceName: string,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`User group "${resourceName}": ${message}`, options);
+    super("fleet_group_failed", `User group "${resourceName}": ${message}`, options);
     this.name = "FleetGroupError";
   }
 }
 
 /** ensureMany when some groups failed: each entry's outcome, in the order given. */
-export class FleetEnsureError extends Error {
+export class FleetEnsureError extends UserGroupsError {
   constructor(readonly outcomes: readonly PromiseSettledResult<GroupResult>[]) {
     const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
     super(
+      "fleet_ensure_failed",
       `${failed.length} of ${outcomes.length} groups failed: ` +
         failed.map((o) => (o.reason instanceof Error ? o.reason.message : String(o.reason))).join("; "),
     );
@@ -390,12 +392,13 @@ export function takeBatch(queue: Request[]): Request[] {
 }
 
 /** A whole-set run (the CLI's up/destroy, provisionUserGroups) refused on a fleet's stack. */
-export class FleetStackError extends Error {
+export class FleetStackError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     readonly operation: string,
   ) {
     super(
+      "fleet_stack",
       `Stack "${stackName}" is a UserGroupFleet's stack: its groups are added one by one by a service, and a whole-set ${operation} ` +
         `would ${operation === "destroy" ? "delete every one of them" : "delete every group the groups file does not list"}. Nothing was changed. ` +
         "Drive this stack with UserGroupFleet (remove() deletes one group), or pass --force if you really mean to.",

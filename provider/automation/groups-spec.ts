@@ -4,7 +4,9 @@
 // still share one environment, which only the service can tell).
 import { z } from "zod";
 import { userGroupInputsSchema } from "../logic/inputs";
+import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { MAX_BODY_BYTES } from "../wire/schemas";
+import { UserGroupsError } from "../wire/errors";
 
 /** A group's properties travel in one request body, which the service caps (W2). */
 export const MAX_PROPERTIES_BYTES = MAX_BODY_BYTES;
@@ -21,12 +23,13 @@ export interface SpecProblem {
   readonly problem: string;
 }
 
-export class GroupsValidationError extends Error {
+export class GroupsValidationError extends UserGroupsError {
   constructor(
     readonly problems: readonly SpecProblem[],
     readonly source?: string,
   ) {
     super(
+      "invalid_groups",
       `${source ? `${source}: ` : ""}${problems.length === 1 ? "1 problem" : `${problems.length} problems`} in the groups, nothing was changed:\n` +
         problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId "${p.userGroupId}")` : ""}: ${p.problem}`).join("\n"),
     );
@@ -53,12 +56,9 @@ export function validateGroups(entries: readonly unknown[], source?: string): Gr
       problems.push({ entry: index, userGroupId, problem: `properties: ${propertiesBytes} bytes serialized, over the limit of ${MAX_PROPERTIES_BYTES} (1 MiB)` });
       return;
     }
-    const parsed = groupSpecSchema.safeParse(entry);
+    const parsed = groupSpecSchema.safeParse(entry, WORDED_ISSUES);
     if (!parsed.success) {
-      for (const issue of parsed.error.issues) {
-        const where = issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
-        problems.push({ entry: index, userGroupId, problem: `${where}${issue.message}` });
-      }
+      for (const problem of formatIssues(parsed.error, "the group")) problems.push({ entry: index, userGroupId, problem });
       return;
     }
     const key = resourceNameOf(parsed.data);

@@ -30,5 +30,7 @@ export {
   UserGroupFleet,
 } from "./fleet";
 export { UserGroupExistsError } from "../logic/operations";
+export { UserGroupApiError } from "../client/errors";
+export { UserGroupsError } from "../wire/errors";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { UntrustedWorkspaceError } from "./workspace";

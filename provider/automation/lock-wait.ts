@@ -6,27 +6,29 @@
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { backoffDelayMs, type RetryPolicy } from "../client/retry-policy";
 import { formatDuration } from "./duration";
+import { UserGroupsError } from "../wire/errors";
 
 // Kept here too: callers import them with the lock waiting.
 export { formatDuration, parseDurationMs } from "./duration";
 
-export class StackLockedError extends Error {
+export class StackLockedError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     options?: { cause?: unknown },
   ) {
-    super(`Stack "${stackName}" is locked: another run on it is in progress. Nothing was changed; try again when it has finished.`, options);
+    super("stack_locked", `Stack "${stackName}" is locked: another run on it is in progress. Nothing was changed; try again when it has finished.`, options);
     this.name = "StackLockedError";
   }
 }
 
-export class StackLockTimeoutError extends Error {
+export class StackLockTimeoutError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     readonly waitedMs: number,
     options?: { cause?: unknown },
   ) {
     super(
+      "stack_lock_timeout",
       `Stack "${stackName}" stayed locked by another run for ${formatDuration(waitedMs)} (the lock timeout); nothing was changed. ` +
         "If that run is gone (killed), `user-groups recover` (or recoverStack) clears its lock.",
       options,

@@ -12,6 +12,7 @@ import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait"
 import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
+import { UserGroupsError } from "../wire/errors";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
 
@@ -193,13 +194,13 @@ export function workspaceOf(options: RunOptions): PreparedWorkspace {
   );
 }
 
-export class StackNotFoundError extends Error {
+export class StackNotFoundError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     backendUrl: string,
     options?: { cause?: unknown },
   ) {
-    super(`Stack "${stackName}" does not exist in ${withoutCredentials(backendUrl)}: nothing to read or delete. Nothing was changed.`, options);
+    super("stack_not_found", `Stack "${stackName}" does not exist in ${withoutCredentials(backendUrl)}: nothing to read or delete. Nothing was changed.`, options);
     this.name = "StackNotFoundError";
   }
 }
@@ -219,7 +220,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   if (passphrase === undefined && passphraseFile === undefined) {
-    throw new Error("No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
+    throw new UserGroupsError("missing_passphrase", "No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
   const workspace = workspaceOf(options);
   const args = { stackName: options.stack, projectName: PROJECT_NAME, program };

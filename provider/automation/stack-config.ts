@@ -9,6 +9,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { Redactor } from "../client/redact";
+import { UserGroupsError } from "../wire/errors";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
 const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN)$/;
@@ -84,7 +85,7 @@ export async function setStackConfig(stack: Stack, config: ConfigMap): Promise<v
     const { code, stderr } = await runWithInput(command, args, value.value, cwd, env);
     if (code !== 0) {
       const detail = scrubText(stderr.trim(), value.secret ? [value.value] : []);
-      throw new Error(`pulumi config set ${key} on stack "${stack.name}" failed (exit ${code ?? "by signal"})${detail ? `: ${detail}` : ""}`);
+      throw new UserGroupsError("config_set_failed", `pulumi config set ${key} on stack "${stack.name}" failed (exit ${code ?? "by signal"})${detail ? `: ${detail}` : ""}`);
     }
   }
 }

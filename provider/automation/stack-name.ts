@@ -5,12 +5,14 @@
 // most 100 characters; a name is `stack`, `org/stack` or `org/project/stack`.
 // `.` and `..` are refused as segments (they match the characters but mean
 // "here" and "up" in a path).
+import { UserGroupsError } from "../wire/errors";
 
 const SEGMENT = /^[A-Za-z0-9_.-]{1,100}$/;
 
-export class InvalidStackNameError extends Error {
+export class InvalidStackNameError extends UserGroupsError {
   constructor(readonly stackName: string) {
     super(
+      "invalid_stack_name",
       `Invalid stack name ${JSON.stringify(stackName.slice(0, 120))}: use letters, digits, "-", "_" and "." (at most 100), ` +
         `optionally as org/stack or org/project/stack; "." and ".." are not names.`,
     );

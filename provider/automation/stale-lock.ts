@@ -9,6 +9,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { homedir, hostname } from "node:os";
 import path from "node:path";
 import { assertValidStackName } from "./stack-name";
+import { UserGroupsError } from "../wire/errors";
 
 export interface LockHolder {
   readonly file: string;
@@ -17,13 +18,14 @@ export interface LockHolder {
   readonly timestamp?: string;
 }
 
-export class LiveLockError extends Error {
+export class LiveLockError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     readonly holder: LockHolder,
     why: string,
   ) {
     super(
+      "stack_lock_live",
       `Stack "${stackName}" is locked by pid ${holder.pid} on host "${holder.hostname}" (since ${holder.timestamp ?? "unknown"}): ${why}. ` +
         `Nothing was changed. If that run is really gone, delete ${holder.file} and try again.`,
     );

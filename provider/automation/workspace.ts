@@ -11,12 +11,14 @@
 // directories are made with mode 0700: state and settings are the user's alone.
 import { chmodSync, lstatSync, mkdirSync, realpathSync, rmSync, type Stats, symlinkSync } from "node:fs";
 import path from "node:path";
+import { UserGroupsError } from "../wire/errors";
 
 export const PROJECT_NAME = "user-groups";
 
-export class UntrustedWorkspaceError extends Error {
+export class UntrustedWorkspaceError extends UserGroupsError {
   constructor(readonly linkPath: string, readonly expectedTarget: string) {
     super(
+      "untrusted_workspace",
       `${linkPath} is not the link to ${expectedTarget} that pulumi-user-groups makes: refusing to run code from it ` +
         "with the API key in its environment. Remove it (it may have been planted, e.g. committed to the repository) and run again.",
     );

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { parseDurationMs } from "../automation/duration";
 import type { Operation } from "../automation/provision";
 import { isValidStackName } from "../automation/stack-name";
+import { UserGroupsError } from "../wire/errors";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -52,7 +53,13 @@ PULUMI_CONFIG_PASSPHRASE.
 Exit codes: 0 done, 1 failed, 2 bad usage or groups file, 3 changes with --expect-no-changes
 or drift found.`;
 
-export class UsageError extends Error {}
+/** A command line, flag or groups file the CLI refuses (exit code 2). */
+export class UsageError extends UserGroupsError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("usage", message, options);
+    this.name = "UsageError";
+  }
+}
 
 export type CliOperation = Operation | "recover" | "drift" | "validate";
 

@@ -4,10 +4,11 @@
 // that was killed: its lock stays until removed.
 import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
 import { PROJECT_NAME } from "../automation/workspace";
+import { UserGroupsError } from "../wire/errors";
 
-export class DeadLockHolderError extends Error {
+export class DeadLockHolderError extends UserGroupsError {
   constructor(message: string) {
-    super(message);
+    super("stack_lock_dead_holder", message);
     this.name = "DeadLockHolderError";
   }
 }

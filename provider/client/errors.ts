@@ -1,6 +1,7 @@
 // Typed failures of the HTTP client. Every message says what failed in words a
 // user can act on, and is built from redacted parts only.
 import { type ApiMethod, OPERATION_TITLES } from "../wire/operations";
+import { UserGroupsError } from "../wire/errors";
 import type { Environment } from "../wire/schemas";
 
 export type FailureKind =
@@ -25,12 +26,19 @@ export interface ApiErrorDetails {
 }
 
 // The class carries every detail as a field of its own (declaration merging).
-export interface UserGroupApiError extends ApiErrorDetails {}
-export class UserGroupApiError extends Error {
-  constructor(details: ApiErrorDetails) {
-    super(describeFailure(details));
+// `code` is the service's error code (W3) or the system's (ECONNREFUSED, ...);
+// without one, the kind of failure ("http", "network", "invalid_response").
+export interface UserGroupApiError extends Omit<ApiErrorDetails, "code"> {}
+export class UserGroupApiError extends UserGroupsError {
+  /** The details as given: what a copy of this error (e.g. marked ambiguous) starts from. */
+  readonly details: ApiErrorDetails;
+
+  constructor(details: ApiErrorDetails, options?: { cause?: unknown }) {
+    super(details.code ?? details.kind, describeFailure(details), options);
     this.name = "UserGroupApiError";
-    Object.assign(this, details);
+    const { code: _code, ...rest } = details;
+    Object.assign(this, rest);
+    this.details = details;
   }
 
   /** The service said the group (or the token) is unknown in this key's environment. */

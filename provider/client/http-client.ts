@@ -21,11 +21,13 @@ import {
   type UpdateUserResponse,
   updateUserResponseSchema,
 } from "../wire/schemas";
+import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import { Redactor } from "./redact";
 import { assertSecureTransport } from "./transport";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
+import { UserGroupsError } from "../wire/errors";
 
 export interface Timeouts {
   readonly connectMs: number;
@@ -111,7 +113,7 @@ export class UserGroupsClient {
   constructor(options: ClientOptions) {
     const url = new URL(options.baseUrl);
     if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new Error(`The user-groups base URL must be http(s), got "${url.protocol}"`);
+      throw new UserGroupsError("invalid_base_url", `The user-groups base URL must be http(s), got "${url.protocol}"`);
     }
     assertSecureTransport(url, options.allowInsecureHttp === true);
     this.origin = url.origin;
@@ -339,7 +341,7 @@ export class UserGroupsClient {
 
   /** A success body checked against the method's response schema; its token is a secret from now on. */
   private validated<S extends z.ZodType>(method: ApiMethod, schema: S, options: SendOptions, attempt: number, status: number, parsed: unknown): z.infer<S> {
-    const result = schema.safeParse(parsed);
+    const result = schema.safeParse(parsed, WORDED_ISSUES);
     if (result.success) {
       const token = tokenOf(result.data);
       if (token) this.redactor.add(token);
@@ -348,9 +350,7 @@ export class UserGroupsClient {
     throw this.failure(method, options, attempt, {
       kind: "invalid_response",
       status,
-      serverMessage: `the answer does not match the ${method} response schema (${result.error.issues
-        .map((issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`)
-        .join("; ")})`,
+      serverMessage: `the answer does not match the ${method} response schema (${formatIssues(result.error, "the body").join("; ")})`,
     });
   }
 
@@ -363,6 +363,7 @@ export class UserGroupsClient {
       code: networkCode(error),
       serverMessage: error instanceof Error ? error.message : String(error),
       ambiguous: sent,
+      cause: error,
     });
     return { done: false, outcome: { kind: "network", sent }, failure, mayHaveApplied: sent };
   }
@@ -389,20 +390,24 @@ export class UserGroupsClient {
     method: ApiMethod,
     options: SendOptions,
     attempts: number,
-    details: { kind: UserGroupApiError["kind"]; status?: number; code?: string; serverMessage?: string; ambiguous?: boolean },
+    details: { kind: UserGroupApiError["kind"]; status?: number; code?: string; serverMessage?: string; ambiguous?: boolean; cause?: unknown },
   ): UserGroupApiError {
-    return new UserGroupApiError({
-      method,
-      baseUrl: this.baseUrl,
-      userGroupId: options.userGroupId,
-      environment: this.knownEnvironment,
-      attempts,
-      kind: details.kind,
-      status: details.status,
-      code: details.code,
-      serverMessage: details.serverMessage !== undefined ? this.redactor.text(details.serverMessage) : undefined,
-      ambiguous: details.ambiguous ?? false,
-    });
+    const { cause, ...rest } = details;
+    return new UserGroupApiError(
+      {
+        method,
+        baseUrl: this.baseUrl,
+        userGroupId: options.userGroupId,
+        environment: this.knownEnvironment,
+        attempts,
+        kind: rest.kind,
+        status: rest.status,
+        code: rest.code,
+        serverMessage: rest.serverMessage !== undefined ? this.redactor.text(rest.serverMessage) : undefined,
+        ambiguous: rest.ambiguous ?? false,
+      },
+      cause !== undefined ? { cause } : undefined,
+    );
   }
 
   private debug(line: string): void {
@@ -411,7 +416,7 @@ export class UserGroupsClient {
 }
 
 function withAmbiguity(error: UserGroupApiError): UserGroupApiError {
-  return new UserGroupApiError({ ...error, ambiguous: true });
+  return new UserGroupApiError({ ...error.details, ambiguous: true }, error.cause !== undefined ? { cause: error.cause } : undefined);
 }
 
 function parseJson(text: string): unknown {

@@ -3,10 +3,12 @@
 // leaves the machine: the fake server, a local tunnel). Anything else needs the
 // user's explicit opt-in.
 import { isLoopbackHost } from "../wire/loopback";
+import { UserGroupsError } from "../wire/errors";
 
-export class InsecureTransportError extends Error {
+export class InsecureTransportError extends UserGroupsError {
   constructor(origin: string) {
     super(
+      "insecure_transport",
       `Refusing to send the API key to ${origin} over plain HTTP: it would travel unencrypted. ` +
         "Use an https:// base URL; plain http is allowed without asking only for loopback hosts (localhost, 127.0.0.1, ::1). " +
         "To allow it anyway, set the stack config user-groups:allowInsecureHttp to true or the environment variable USER_GROUPS_ALLOW_INSECURE_HTTP=1.",

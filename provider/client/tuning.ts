@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { Timeouts } from "./http-client";
 import type { RetryPolicy } from "./retry-policy";
+import { UserGroupsError } from "../wire/errors";
 
 export const TUNING_ENV = {
   /** Connect, headers and body timeout of every request, in ms. */
@@ -26,9 +27,9 @@ export interface ClientTuning {
 
 const positiveInt = z.coerce.number().int().positive().max(24 * 3600 * 1000);
 
-export class InvalidTuningError extends Error {
+export class InvalidTuningError extends UserGroupsError {
   constructor(variable: string, value: string) {
-    super(`${variable} must be a positive whole number, got "${value}"`);
+    super("invalid_tuning", `${variable} must be a positive whole number, got "${value}"`);
     this.name = "InvalidTuningError";
   }
 }

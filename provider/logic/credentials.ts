@@ -1,6 +1,7 @@
 // Where the base URL and API key come from (R6), read at run time inside the
 // provider: stack config first, then the environment. Nothing here is ever
 // stored in the state or captured in the serialized provider.
+import { UserGroupsError } from "../wire/errors";
 
 export const CONFIG_NAMESPACE = "user-groups";
 export const ENV_BASE_URL = "USER_GROUPS_BASE_URL";
@@ -18,9 +19,9 @@ export interface Credentials {
   readonly allowInsecureHttp: boolean;
 }
 
-export class MissingCredentialsError extends Error {
+export class MissingCredentialsError extends UserGroupsError {
   constructor(message: string) {
-    super(message);
+    super("missing_credentials", message);
     this.name = "MissingCredentialsError";
   }
 }

@@ -1,16 +1,8 @@
 // The UserGroup resource's inputs and outputs (camelCase, as a Pulumi user
 // writes them), validated by `check` before any request is sent (R1).
 import { z } from "zod";
-import {
-  type Environment,
-  environmentSchema,
-  jsonObjectSchema,
-  type Mapping,
-  mappingSchema,
-  nameSchema,
-  type Properties,
-  userGroupIdSchema,
-} from "../wire/schemas";
+import { environmentSchema, jsonObjectSchema, mappingSchema, nameSchema, teamIdSchema, tokenSchema, userGroupIdSchema } from "../wire/schemas";
+import { formatIssue, issuePath, PROTO_KEY_REFUSED, WORDED_ISSUES } from "../wire/issues";
 
 /** Pulumi's marker for a value not known until apply (preview of a computed input). */
 export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
@@ -20,6 +12,11 @@ export const profileSchema = z
   .string()
   .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, "must start with a letter and hold only letters, digits, '-' and '_' (at most 64)");
 
+/**
+ * A UserGroup's inputs as a program declares them: the one source of their
+ * shape. The checked inputs, the outputs, the key list and (by a type test,
+ * test/provider/shape.test.ts) the resource's args follow from it.
+ */
 export const userGroupInputsSchema = z.object({
   name: nameSchema,
   userGroupId: userGroupIdSchema,
@@ -32,25 +29,24 @@ export const userGroupInputsSchema = z.object({
 export type UserGroupInputs = z.infer<typeof userGroupInputsSchema>;
 
 /** Inputs after check: defaults filled in so that `{}` and an absent mapping compare equal. */
-export interface CheckedInputs {
-  name: string;
-  userGroupId: string;
-  mapping: Mapping;
-  properties?: Properties;
-  rotationTrigger?: string;
-  adoptExisting: boolean;
-  profile?: string;
-}
+export const checkedInputsSchema = userGroupInputsSchema.extend({
+  mapping: mappingSchema,
+  properties: jsonObjectSchema.optional(),
+  adoptExisting: z.boolean(),
+});
+export type CheckedInputs = z.infer<typeof checkedInputsSchema>;
 
 /** What the state holds for a group: the checked inputs plus what the service told us. */
-export interface UserGroupOutputs extends CheckedInputs {
-  token: string;
-  teamId: number;
-  providedId: string;
-  apiEnvironmentTag?: Environment;
-}
+export const userGroupOutputsSchema = checkedInputsSchema.extend({
+  token: tokenSchema,
+  teamId: teamIdSchema,
+  providedId: z.string(),
+  apiEnvironmentTag: environmentSchema.optional(),
+});
+export type UserGroupOutputs = z.infer<typeof userGroupOutputsSchema>;
 
-export const INPUT_KEYS = ["name", "userGroupId", "mapping", "properties", "rotationTrigger", "adoptExisting", "profile"] as const;
+/** The input keys, in declaration order. */
+export const INPUT_KEYS = userGroupInputsSchema.keyof().options;
 
 export interface CheckFailure {
   property: string;
@@ -135,32 +131,15 @@ export function checkInputs(raw: Record<string, unknown>): CheckResult {
   const schema = schemaFor(unknown.name !== undefined, unknown.userGroupId !== undefined);
   const protoKeys = [...protoKeyPaths(known.mapping, "mapping"), ...protoKeyPaths(known.properties, "properties")];
   if (protoKeys.length > 0) {
-    return { ok: false, failures: protoKeys.map((property) => ({ property, reason: `${property}: the key "__proto__" is not allowed` })) };
+    return { ok: false, failures: protoKeys.map((property) => ({ property, reason: `${property} ${PROTO_KEY_REFUSED}` })) };
   }
-  const parsed = schema.safeParse(known);
+  const parsed = schema.safeParse(known, WORDED_ISSUES);
   if (!parsed.success) {
     return {
       ok: false,
-      failures: parsed.error.issues.map((issue) => ({
-        property: issue.path.length > 0 ? issue.path.map(String).join(".") : "(inputs)",
-        reason: describeIssue(issue),
-      })),
+      failures: parsed.error.issues.map((issue) => ({ property: issuePath(issue) || "(inputs)", reason: formatIssue(issue, "inputs") })),
     };
   }
   const normalized = normalizeInputs({ ...(parsed.data as UserGroupInputs) });
   return { ok: true, inputs: { ...normalized, ...unknown } as CheckedInputs };
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "inputs";
-  if (issue.code === "invalid_type") {
-    // zod 4 does not keep the input in issues; its message says what it received.
-    return /received undefined$/.test(issue.message)
-      ? `${field} is required`
-      : `${field} must be ${issue.message
-          .replace(/^Invalid input: expected /, "")
-          .replace(/^(record|object)\b/, "an object")
-          .replace(/^(string|boolean|number)\b/, "a $1")}`;
-  }
-  return `${field} ${issue.message}`;
 }

@@ -2,7 +2,7 @@
 // and rotate (R2/R9), delete (R7). Plain functions over a `UserGroupsApi`, so
 // tests drive them with a real client against the fake server.
 import { isDeepStrictEqual } from "node:util";
-import type { UserGroupApiError } from "../client/errors";
+import { UserGroupApiError } from "../client/errors";
 import type { GetOrCreateResult } from "../client/http-client";
 import type {
   DeleteUserRequest,
@@ -16,6 +16,7 @@ import type {
 } from "../wire/schemas";
 import { fieldsToUpdate } from "./diff";
 import type { CheckedInputs, UserGroupOutputs } from "./inputs";
+import { UserGroupsError } from "../wire/errors";
 
 /** The part of the HTTP client the lifecycle needs. */
 export interface UserGroupsApi {
@@ -31,12 +32,13 @@ export interface UserGroupsApi {
   delete(request: DeleteUserRequest): Promise<void>;
 }
 
-export class UserGroupExistsError extends Error {
+export class UserGroupExistsError extends UserGroupsError {
   constructor(
     readonly userGroupId: string,
     readonly environment: Environment | undefined,
   ) {
     super(
+      "user_group_exists",
       `A user group with userGroupId "${userGroupId}" already exists in the ${
         environment ?? "API key's"
       } environment, and this stack did not create it. Nothing was changed on the server. ` +
@@ -48,7 +50,7 @@ export class UserGroupExistsError extends Error {
 }
 
 function isApiError(error: unknown): error is UserGroupApiError {
-  return error instanceof Error && error.name === "UserGroupApiError";
+  return error instanceof UserGroupApiError;
 }
 
 function isForbidden(error: unknown): boolean {
@@ -230,7 +232,8 @@ export async function rotateUserGroupToken(
       lastError = error;
       const current = await readCurrentGroup(api, group.name, group.userGroupId);
       if (current === undefined) {
-        throw new Error(
+        throw new UserGroupsError(
+          "user_group_gone",
           `Cannot rotate the token of user group "${group.userGroupId}": it no longer exists on the server. ` +
             "Run `pulumi refresh` to record that, then `pulumi up` to create it again.",
         );

@@ -1,28 +1,37 @@
 // The UserGroup resource as a Pulumi program declares it (CONTRACT.md).
 import * as pulumi from "@pulumi/pulumi";
-import type { Environment, JsonValue } from "../wire/schemas";
+import type { UserGroupInputs, UserGroupOutputs } from "../logic/inputs";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
 
 /** Pulumi runs this type with its Node.js dynamic-provider plugin (as pulumi.dynamic.Resource does). */
 export const USER_GROUP_TYPE = "pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup";
 
+/** Each member may itself be a value, a promise or an output. */
+type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+
+/** The inputs' shape, from the schema `check` validates with (test/provider/shape.test.ts proves the args follow it). */
+type Shape = Required<UserGroupInputs>;
+
 export interface UserGroupArgs {
   /** Display name of the group (1 to 255 characters, not blank). */
-  name: pulumi.Input<string>;
+  name: pulumi.Input<Shape["name"]>;
   /** Your own id for the group; unique within an environment. A change replaces the group. */
-  userGroupId: pulumi.Input<string>;
+  userGroupId: pulumi.Input<Shape["userGroupId"]>;
   /** Schema id -> data source (or the id you gave it). Strings only. Not returned by the API: drift cannot be seen. */
-  mapping?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+  mapping?: pulumi.Input<InputMembers<Shape["mapping"]>>;
   /** Any JSON object; available as variables in dashboards and the SQL editor. */
-  properties?: pulumi.Input<Record<string, pulumi.Input<JsonValue>>>;
+  properties?: pulumi.Input<InputMembers<NonNullable<Shape["properties"]>>>;
   /** Any change rotates the token in place, e.g. the current month. */
-  rotationTrigger?: pulumi.Input<string>;
+  rotationTrigger?: pulumi.Input<Shape["rotationTrigger"]>;
   /** Adopt a group that already exists with this id instead of failing. */
-  adoptExisting?: pulumi.Input<boolean>;
+  adoptExisting?: pulumi.Input<Shape["adoptExisting"]>;
   /** Which API key to use (config user-groups:profiles.<profile> or USER_GROUPS_*_<PROFILE>). A change replaces the group. */
-  profile?: pulumi.Input<string>;
+  profile?: pulumi.Input<Shape["profile"]>;
 }
+
+/** The outputs' shape, from the schema of what the state holds. */
+type Held = Required<UserGroupOutputs>;
 
 /**
  * A user group of the embedded-dashboard service. A dynamic resource: it is
@@ -30,21 +39,21 @@ export interface UserGroupArgs {
  * provider module written by hand rather than serialized (see provider-shell.ts).
  */
 export class UserGroup extends pulumi.CustomResource {
-  declare readonly name: pulumi.Output<string>;
-  declare readonly userGroupId: pulumi.Output<string>;
-  declare readonly mapping: pulumi.Output<Record<string, string>>;
-  declare readonly properties: pulumi.Output<Record<string, JsonValue> | undefined>;
-  declare readonly rotationTrigger: pulumi.Output<string | undefined>;
-  declare readonly adoptExisting: pulumi.Output<boolean>;
-  declare readonly profile: pulumi.Output<string | undefined>;
+  declare readonly name: pulumi.Output<Held["name"]>;
+  declare readonly userGroupId: pulumi.Output<Held["userGroupId"]>;
+  declare readonly mapping: pulumi.Output<Held["mapping"]>;
+  declare readonly properties: pulumi.Output<UserGroupOutputs["properties"]>;
+  declare readonly rotationTrigger: pulumi.Output<UserGroupOutputs["rotationTrigger"]>;
+  declare readonly adoptExisting: pulumi.Output<Held["adoptExisting"]>;
+  declare readonly profile: pulumi.Output<UserGroupOutputs["profile"]>;
   /** The group's token: always secret. Your app stores it to render the group's embedded dashboard. */
-  declare readonly token: pulumi.Output<string>;
+  declare readonly token: pulumi.Output<Held["token"]>;
   /** The service's internal id of the group. */
-  declare readonly teamId: pulumi.Output<number>;
+  declare readonly teamId: pulumi.Output<Held["teamId"]>;
   /** The service's echo of userGroupId. */
-  declare readonly providedId: pulumi.Output<string>;
+  declare readonly providedId: pulumi.Output<Held["providedId"]>;
   /** The environment of the API key that manages the group. */
-  declare readonly apiEnvironmentTag: pulumi.Output<Environment>;
+  declare readonly apiEnvironmentTag: pulumi.Output<Held["apiEnvironmentTag"]>;
 
   constructor(name: string, args: UserGroupArgs, opts?: pulumi.CustomResourceOptions) {
     const props = {

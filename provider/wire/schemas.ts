@@ -96,7 +96,7 @@ export type DeleteUserRequest = z.infer<typeof deleteUserRequestSchema>;
 
 // ---- responses ------------------------------------------------------------
 
-const teamIdSchema = z.number().int().positive();
+export const teamIdSchema = z.number().int().positive();
 
 export const userGroupViewSchema = z.object({
   team_id: teamIdSchema,

@@ -143,7 +143,7 @@ describe("user-groups CLI", () => {
     ["malformed YAML", "groups: [ { name: x", /not valid YAML or JSON/],
     ["no groups list", "name: x\n", /must hold one object with a "groups" list/],
     ["a duplicate id", "groups:\n  - { name: A, userGroupId: a }\n  - { name: B, userGroupId: a }\n", /groups\[1\] \(userGroupId "a"\): duplicate userGroupId under profile "default" \(also groups\[0\]\)/],
-    ["a bad field", "groups:\n  - { name: A, userGroupId: a }\n  - { name: '  ', userGroupId: b, color: red }\n", /groups\[1\] \(userGroupId "b"\): name: must not be blank[\s\S]*Unrecognized key: "color"/],
+    ["a bad field", "groups:\n  - { name: A, userGroupId: a }\n  - { name: '  ', userGroupId: b, color: red }\n", /groups\[1\] \(userGroupId "b"\): name must not be blank[\s\S]*the group has an unknown key "color"/],
   ])("refuses %s before any change, naming the file and the entry", async (_what, content, message) => {
     const bad = path.join(env.workDir, "bad.yaml");
     writeGroups(content, bad);

@@ -37,7 +37,7 @@ describe("provisionUserGroups", () => {
       .provisionUserGroups({ ...options("invalid"), groups: [{ name: "A", userGroupId: "a" }, { name: "", userGroupId: "a", extra: 1 }] })
       .then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(automation.GroupsValidationError);
-    expect((error as Error).message).toMatch(/groups\[1\] \(userGroupId "a"\): name: must be 1 to 255 characters/);
+    expect((error as Error).message).toMatch(/groups\[1\] \(userGroupId "a"\): name must be 1 to 255 characters/);
     expect(server.journal()).toEqual([]);
   });
 

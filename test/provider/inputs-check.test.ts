@@ -2,6 +2,7 @@
 // property and the rule it broke.
 import { describe, expect, it } from "vitest";
 import { checkInputs, UNKNOWN_VALUE } from "../../provider/logic/inputs";
+import { PROTO_KEY_REFUSED } from "../../provider/wire/issues";
 
 function failuresOf(raw: Record<string, unknown>) {
   const result = checkInputs(raw);
@@ -89,8 +90,8 @@ describe("checkInputs and JSON", () => {
     const properties = JSON.parse('{"a": {"__proto__": {"x": 1}}}') as Record<string, unknown>;
     const mapping = JSON.parse('{"__proto__": "x"}') as Record<string, unknown>;
     expect(failuresOf({ name: "A", userGroupId: "a", properties, mapping })).toEqual([
-      { property: "mapping.__proto__", reason: 'mapping.__proto__: the key "__proto__" is not allowed' },
-      { property: "properties.a.__proto__", reason: 'properties.a.__proto__: the key "__proto__" is not allowed' },
+      { property: "mapping.__proto__", reason: `mapping.__proto__ ${PROTO_KEY_REFUSED}` },
+      { property: "properties.a.__proto__", reason: `properties.a.__proto__ ${PROTO_KEY_REFUSED}` },
     ]);
   });
 

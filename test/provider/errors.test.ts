@@ -1,0 +1,85 @@
+// One error base: every error class the package exports (and the CLI's and the
+// fake server's own) is a UserGroupsError with a stable code, keeps its name,
+// and keeps the error underneath as `cause`.
+import { describe, expect, it } from "vitest";
+import * as automation from "../../provider/automation/index";
+import { UsageError } from "../../provider/cli/args";
+import { DeadLockHolderError } from "../../provider/cli/lock-message";
+import { InvalidTuningError } from "../../provider/client/tuning";
+import { InsecureTransportError } from "../../provider/client/transport";
+import * as entry from "../../provider/index";
+import { UserGroupsError } from "../../provider/wire/errors";
+import { ApiError } from "../../fake-server/errors";
+import { ClientGone } from "../../fake-server/http";
+
+const cause = new Error("underneath");
+const holder = { file: "/tmp/x.json", pid: 1, hostname: "h" };
+
+/** One instance of each error class, by the name it must keep. */
+const instances: Record<string, Error> = {
+  UserGroupApiError: new entry.UserGroupApiError(
+    { kind: "network", method: "GET", baseUrl: "https://x", attempts: 1, ambiguous: false, code: "ECONNREFUSED" },
+    { cause },
+  ),
+  UserGroupExistsError: new entry.UserGroupExistsError("acme", "Customer"),
+  MissingCredentialsError: new entry.MissingCredentialsError("no key"),
+  GroupsValidationError: new automation.GroupsValidationError([{ entry: 0, problem: "name is required" }]),
+  StackLockedError: new automation.StackLockedError("dev", { cause }),
+  StackLockTimeoutError: new automation.StackLockTimeoutError("dev", 1000, { cause }),
+  LiveLockError: new automation.LiveLockError("dev", holder, "its process is alive"),
+  FleetGroupError: new automation.FleetGroupError("default.acme", "failed", { cause }),
+  FleetClosedError: new automation.FleetClosedError(),
+  FleetEnsureError: new automation.FleetEnsureError([{ status: "rejected", reason: cause }]),
+  FleetStackError: new automation.FleetStackError("dev", "up"),
+  InvalidStackNameError: new automation.InvalidStackNameError(".."),
+  UntrustedWorkspaceError: new automation.UntrustedWorkspaceError("/w/node_modules/x", "/pkg"),
+  StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
+  UsageError: new UsageError("--file is required", { cause }),
+  DeadLockHolderError: new DeadLockHolderError("dead"),
+  InvalidTuningError: new InvalidTuningError("USER_GROUPS_MAX_ATTEMPTS", "x"),
+  InsecureTransportError: new InsecureTransportError("http://example.com"),
+  ApiError: new ApiError(404, "user_group_not_found", "no such group"),
+  ClientGone: new ClientGone(),
+};
+
+function exportedErrorClasses(module: Record<string, unknown>): string[] {
+  // UserGroupsClient is a lazy getter that loads the client module: not an error, and not loaded here.
+  return Object.keys(module)
+    .filter((name) => name !== "UserGroupsClient")
+    .filter((name) => {
+      const value = module[name];
+      return typeof value === "function" && (value as { prototype?: unknown }).prototype instanceof Error;
+    });
+}
+
+describe("UserGroupsError", () => {
+  it("is the base of every error class the package exports", () => {
+    const exported = new Set([...exportedErrorClasses(entry), ...exportedErrorClasses(automation)]);
+    exported.delete("UserGroupsError");
+    expect(exported.size).toBeGreaterThan(10);
+    for (const name of exported) {
+      expect(instances[name], `no instance of ${name} in this test`).toBeDefined();
+      expect((entry as Record<string, unknown>)[name] ?? (automation as Record<string, unknown>)[name]).toBe(instances[name]?.constructor);
+    }
+  });
+
+  it.each(Object.entries(instances))("%s is a UserGroupsError with a stable code and its own name", (name, error) => {
+    expect(error).toBeInstanceOf(UserGroupsError);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe(name);
+    expect((error as UserGroupsError).code).toMatch(/^[a-zA-Z][a-zA-Z0-9_]*$/);
+  });
+
+  it("keeps the error underneath as cause", () => {
+    for (const name of ["UserGroupApiError", "StackLockedError", "FleetGroupError", "StackNotFoundError", "UsageError"]) {
+      expect(instances[name]?.cause, name).toBe(cause);
+    }
+  });
+
+  it("gives an API failure the service's or the system's code, else the kind of failure", () => {
+    expect(instances.UserGroupApiError).toMatchObject({ code: "ECONNREFUSED", kind: "network" });
+    const unreadable = new entry.UserGroupApiError({ kind: "invalid_response", method: "PUT", baseUrl: "https://x", attempts: 1, ambiguous: false });
+    expect(unreadable.code).toBe("invalid_response");
+    expect(unreadable.message).not.toContain("invalid_response (");
+  });
+});
