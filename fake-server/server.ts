@@ -19,6 +19,8 @@ import { isLoopbackHost, resolveOptions, type FakeServerOptions, type LogSink, t
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
 import { Store, type StoredGroup } from "./store.js";
+import { UserGroupsError } from "../provider/wire/errors.js";
+import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 
 export interface FakeServer {
   /** `http://HOST:PORT`, no trailing slash. */
@@ -283,7 +285,13 @@ async function listen(server: Server, host: string, port: number): Promise<numbe
 
 function fakeServerHandle(state: ServerState, actions: AdminActions, server: Server, port: number): FakeServer {
   const { host } = state.opts;
-  const validateRules = (rules: FaultRuleInput[]): FaultRule[] => rules.map((r) => faultRuleSchema.parse(r));
+  // The same wording as POST /__admin/faults, for a test that passes a wrong rule in process.
+  const validateRules = (rules: FaultRuleInput[]): FaultRule[] =>
+    rules.map((rule, index) => {
+      const parsed = faultRuleSchema.safeParse(rule, WORDED_ISSUES);
+      if (!parsed.success) throw new UserGroupsError("invalid_fault_rule", `fault rule ${index}: ${formatIssues(parsed.error, "the rule").join("; ")}`);
+      return parsed.data;
+    });
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,

@@ -110,12 +110,6 @@ function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: Grou
   };
 }
 
-// The engine's text for a group's failure: ANSI colours and its "error: " prefix off.
-function diagnosticText(message: string): string {
-  // biome-ignore lint: the escape character is what we strip
-  return message.replace(/\u001b\[[0-9;]*m/g, "").replace(/^error:\s*/i, "").trim();
-}
-
 interface RunOutcome {
   readonly changes: ReadonlyMap<string, GroupResult["change"]>;
   readonly diagnostics: ReadonlyMap<string, string>;
@@ -135,24 +129,6 @@ function groupError(resourceName: string, spec: GroupSpec | undefined, outcome: 
   const exists = /already exists in the (Customer|Testing|API key's) environment/.exec(text);
   if (exists && spec) return new UserGroupExistsError(spec.userGroupId, exists[1] === "API key's" ? undefined : (exists[1] as Environment));
   return new FleetGroupError(resourceName, text, { cause: outcome.error });
-}
-
-/** Follows one run's engine events: the change per group and the diagnostics that name it. */
-class RunObserver {
-  readonly tracker: ChangeTracker;
-  readonly diagnostics = new Map<string, string>();
-  constructor(onEvent: RunOptions["onEvent"]) {
-    this.tracker = new ChangeTracker(onEvent);
-  }
-  handle = (event: EngineEvent): void => {
-    this.tracker.handle(event);
-    const diagnostic = event.diagnosticEvent;
-    if (diagnostic?.urn && diagnostic.severity === "error") {
-      const resourceName = diagnostic.urn.slice(diagnostic.urn.lastIndexOf("::") + 2);
-      const text = diagnosticText(diagnostic.message);
-      if (text.length > 0 && !this.diagnostics.has(resourceName)) this.diagnostics.set(resourceName, text);
-    }
-  };
 }
 
 export class UserGroupFleet {
@@ -338,24 +314,24 @@ export class UserGroupFleet {
    */
   private async runEngine(
     groups: ReadonlyMap<string, GroupSpec>,
-    run: (observer: RunObserver) => Promise<unknown>,
+    run: (observer: ChangeTracker) => Promise<unknown>,
   ): Promise<RunOutcome> {
-    let observer = new RunObserver(this.options.onEvent);
+    let observer = new ChangeTracker(this.options.onEvent);
     this.engineRuns += 1;
     try {
       await withStackLockWait(
         () => {
-          observer = new RunObserver(this.options.onEvent);
+          observer = new ChangeTracker(this.options.onEvent);
           return run(observer);
         },
         { stackName: this.options.stack, timeoutMs: this.lockTimeoutMs, ...(this.options.onLockWait ? { onWait: this.options.onLockWait } : {}) },
       );
     } catch (error) {
-      const failedGroups = [...groups.keys()].filter((name) => observer.tracker.changes.get(name) === "failed");
+      const failedGroups = [...groups.keys()].filter((name) => observer.changes.get(name) === "failed");
       if (failedGroups.length === 0) throw error;
-      return { changes: observer.tracker.changes, diagnostics: observer.diagnostics, error };
+      return { changes: observer.changes, diagnostics: observer.diagnostics, error };
     }
-    return { changes: observer.tracker.changes, diagnostics: observer.diagnostics };
+    return { changes: observer.changes, diagnostics: observer.diagnostics };
   }
 }
 

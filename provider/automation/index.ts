@@ -11,6 +11,7 @@ export {
   refreshUserGroups,
   type RunOptions,
   type RunResult,
+  RunFailedError,
   type RunSummary,
   StackNotFoundError,
 } from "./provision";

@@ -147,12 +147,27 @@ function nameFromUrn(urn: string): string {
 }
 
 /** Follows the engine's events and keeps, per group, the most telling change. */
+/** An engine diagnostic's text: ANSI colours and the "error: " prefix off. */
+function diagnosticText(message: string): string {
+  // biome-ignore lint: the escape character is what we strip
+  return message.replace(/\u001b\[[0-9;]*m/g, "").replace(/^error:\s*/i, "").trim();
+}
+
+/** The engine's closing lines ("update failed") and the program's echo of a group's failure add nothing. */
+const GENERIC_FAILURE = /^(update|preview|refresh|destroy) failed$|failed to register$/;
+
 export class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
   readonly changedFields = new Map<string, string[]>();
+  /** The first error diagnostic the engine reported for each group, by resource name. */
+  readonly diagnostics = new Map<string, string>();
+  /** Error diagnostics of the run itself (no group named), generic closing lines left out. */
+  readonly runDiagnostics: string[] = [];
   constructor(private readonly onEvent?: (event: GroupEvent) => void) {}
 
   handle = (event: EngineEvent): void => {
+    const diagnostic = event.diagnosticEvent;
+    if (diagnostic && diagnostic.severity === "error") this.noteDiagnostic(diagnostic.urn, diagnosticText(diagnostic.message));
     const pre = event.resourcePreEvent?.metadata;
     const done = event.resOutputsEvent?.metadata;
     const failed = event.resOpFailedEvent?.metadata;
@@ -176,6 +191,39 @@ export class ChangeTracker {
       engineEvent: event,
     });
   };
+
+  private noteDiagnostic(urn: string | undefined, text: string): void {
+    if (text.length === 0 || GENERIC_FAILURE.test(text.split("\n")[0]!)) return;
+    const onGroup = urn !== undefined && urn.includes(`${GROUP_TYPE_SUFFIX}::`);
+    if (onGroup) {
+      const resourceName = nameFromUrn(urn);
+      if (!this.diagnostics.has(resourceName)) this.diagnostics.set(resourceName, text);
+    } else if (!this.runDiagnostics.includes(text)) {
+      this.runDiagnostics.push(text);
+    }
+  }
+
+  /** What the engine said went wrong, one line per group or run-level problem (empty when it said nothing). */
+  failureLines(): string[] {
+    return [...[...this.diagnostics].map(([name, text]) => `${name}: ${text}`), ...this.runDiagnostics];
+  }
+}
+
+/**
+ * A run the engine reported failed: what it said, from its diagnostic events
+ * (per group where it named one), not scraped from the CLI's text. `cause` is
+ * Pulumi's own CommandError.
+ */
+export class RunFailedError extends UserGroupsError {
+  constructor(
+    readonly operation: Operation,
+    readonly stackName: string,
+    readonly diagnostics: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super("run_failed", `${operation} of stack "${stackName}" failed:\n  ${diagnostics.join("\n  ")}`, options);
+    this.name = "RunFailedError";
+  }
 }
 
 export interface PreparedRun {
@@ -368,7 +416,11 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
       groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
-    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
+    const secrets = secretValuesOf(options);
+    const translated = translateLock(scrubSecrets(error, secrets), options.stack);
+    const lines = tracker.failureLines();
+    if (translated instanceof StackLockedError || lines.length === 0) throw translated;
+    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
   } finally {
     prepared.release();
   }

@@ -14,6 +14,7 @@ import {
   refreshUserGroups,
   type RunOptions,
   type RunResult,
+  RunFailedError,
   StackNotFoundError,
   workspaceOf,
 } from "../automation/provision";
@@ -178,11 +179,17 @@ function describeFailure(error: unknown, args: CliArgs, backendUrl: () => string
   ) {
     return error.message;
   }
-  return describeRunFailure(error);
+  // A run: what the engine's diagnostic events said, per group.
+  if (error instanceof RunFailedError) return error.diagnostics.join("\n  ");
+  return describeCommandFailure(error);
 }
 
-/** Pulumi's CommandError carries the whole CLI transcript; keep the diagnostic lines. */
-function describeRunFailure(error: unknown): string {
+/**
+ * A Pulumi command that failed before the engine said anything (stack selection,
+ * config, a wrong passphrase): its CommandError carries only the CLI's text
+ * (the result it wraps is private), so keep its "error:" lines.
+ */
+function describeCommandFailure(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   const lines = text.split("\n").map((l) => l.trim());
   const errors = lines.filter((l) => /^error:/i.test(l) && !/update failed|preview failed|refresh failed|destroy failed/i.test(l));

@@ -7,13 +7,19 @@
 import { readFileSync, statSync } from "node:fs";
 import yaml from "js-yaml";
 import { groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
+import { UserGroupsError } from "../wire/errors";
 import { UsageError } from "./args";
 
 /** Far above any real groups file (5000 groups are ~1 MiB), far below what hurts. */
 export const MAX_GROUPS_FILE_BYTES = 16 * 1024 * 1024;
 
 /** YAML's anchors and aliases are refused: a groups file never needs them. */
-class AnchorRefused extends Error {}
+class AnchorRefused extends UserGroupsError {
+  constructor(message: string) {
+    super("yaml_anchor_refused", message);
+    this.name = "AnchorRefused";
+  }
+}
 
 function refuseAnchors(eventType: string, state: { anchor?: string | null; line: number }): void {
   // A node that carries an anchor closes with state.anchor set; without anchors no alias can resolve.

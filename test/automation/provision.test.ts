@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { UserGroupsClient } from "../../provider/client/http-client";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 
 type AutomationModule = typeof import("../../provider/automation/index");
@@ -78,6 +79,25 @@ describe("provisionUserGroups", () => {
     const preview = await automation.previewUserGroups({ ...options("eu"), groups });
     expect(preview.changed).toBe(false);
     expect(server.groups().filter((g) => g.user_group_id === "acme-eu")).toHaveLength(1);
+  });
+
+  it("reports a failed run with what the engine said of each group, from its diagnostic events", async () => {
+    // A group someone else holds: its create fails; the run's error names it and why.
+    const theirs = new UserGroupsClient({ baseUrl: server.url, apiKey: KEY });
+    const { response } = await theirs.getOrCreate({ name: "Theirs", user_group_id: "taken" });
+    const error = await automation
+      .provisionUserGroups({ ...options("failing"), groups: [{ name: "Ours", userGroupId: "taken" }] })
+      .then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(automation.RunFailedError);
+    const failed = error as InstanceType<typeof automation.RunFailedError>;
+    expect(failed.code).toBe("run_failed");
+    expect(failed.diagnostics).toHaveLength(1);
+    expect(failed.diagnostics[0]).toMatch(/^default\.taken: A user group with userGroupId "taken" already exists in the Customer environment/);
+    expect(failed.message).toMatch(/^up of stack "failing" failed:\n {2}default\.taken: /);
+    // The engine's generic closing lines are not repeated as problems.
+    expect(failed.message).not.toMatch(/update failed|failed to register/);
+    await automation.destroyUserGroups(options("failing"));
+    await theirs.delete({ current_token: response.user_group.token, user_group_id: "taken" });
   });
 
   it("refreshes and destroys a stack", async () => {

@@ -268,7 +268,10 @@ describe("admin endpoints", () => {
     await expect(
       startFakeServer({ apiKeys: [{ key: "k", environment: "Staging" as "Customer" }] }),
     ).rejects.toThrow(/apiKeys\.0\.environment/);
-    expect(() => server.setFaults([{ method: "GET", action: "status" } as never])).toThrow();
+    // In process, a wrong rule is worded as the admin API words it: the rule's index, then the field.
+    expect(() => server.setFaults([{ method: "GET", action: "delay", delayMs: 10 }, { method: "GET", action: "status" } as never])).toThrow(
+      /^fault rule 1: .*status/,
+    );
   });
 
   it("GET /openapi.json serves the document without an API key", async () => {
