@@ -83,10 +83,6 @@ function urnOf(stack: string, resourceName: string): string {
   return `urn:pulumi:${stack}::${PROJECT_NAME}::${USER_GROUP_TYPE}::${resourceName}`;
 }
 
-function stackUrnOf(stack: string): string {
-  return `urn:pulumi:${stack}::${PROJECT_NAME}::pulumi:pulumi:Stack::${PROJECT_NAME}-${stack}`;
-}
-
 /** Same fields as the stack holds (adoptExisting changes nothing once a group is held, R2). */
 function holdsAsAsked(held: FleetGroup, spec: GroupSpec): boolean {
   const news: CheckedInputs = normalizeInputs(spec);
@@ -252,7 +248,7 @@ export class UserGroupFleet {
     if (toRun.size === 0) return;
 
     const outputs = new Map<string, GroupOutputs>();
-    const observer = await this.runEngine(toRun, async (observerOfRun) => {
+    const outcome = await this.runEngine(toRun, async (tracker) => {
       outputs.clear();
       await stack.up({
         program: async () => {
@@ -264,19 +260,15 @@ export class UserGroupFleet {
           }
           return { [FLEET_MARKER_OUTPUT]: true };
         },
-        target: [...toRun.keys()].map((name) => urnOf(this.options.stack, name)),
-        continueOnError: true,
-        onEvent: observerOfRun.handle,
-        ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
-        ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
+        ...this.targetedRun(toRun, tracker),
       });
     });
     for (const request of batch) {
       if (!toRun.has(request.resourceName)) continue;
       const got = outputs.get(request.resourceName);
-      const change = observer.changes.get(request.resourceName) ?? "same";
+      const change = outcome.changes.get(request.resourceName) ?? "same";
       if (got && change !== "failed") request.waiter.resolve(resultOf(request.spec, change, got));
-      else request.waiter.reject(groupError(request.resourceName, request.spec, observer));
+      else request.waiter.reject(groupError(request.resourceName, request.spec, outcome));
     }
   }
 
@@ -290,48 +282,53 @@ export class UserGroupFleet {
       else toRemove.set(request.resourceName, spec);
     }
     if (toRemove.size === 0) return;
-    const observer = await this.runEngine(toRemove, (observerOfRun) =>
-      stack.destroy({
-        target: [...toRemove.keys()].map((name) => urnOf(this.options.stack, name)),
-        continueOnError: true,
-        onEvent: observerOfRun.handle,
-        ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
-        ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
-      }),
+    const outcome = await this.runEngine(toRemove, (tracker) =>
+      stack.destroy(this.targetedRun(toRemove, tracker)),
     );
     for (const request of batch) {
       if (!toRemove.has(request.resourceName)) continue;
-      const change = observer.changes.get(request.resourceName);
+      const change = outcome.changes.get(request.resourceName);
       if (change === "delete") request.waiter.resolve(resultOf(toRemove.get(request.resourceName)!, "delete"));
-      else request.waiter.reject(groupError(request.resourceName, undefined, observer));
+      else request.waiter.reject(groupError(request.resourceName, undefined, outcome));
     }
+  }
+
+  /** The options of an up or destroy of exactly these groups, each group's failure its own. */
+  private targetedRun(groups: ReadonlyMap<string, GroupSpec>, tracker: ChangeTracker) {
+    return {
+      target: [...groups.keys()].map((name) => urnOf(this.options.stack, name)),
+      continueOnError: true,
+      onEvent: tracker.handle,
+      ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
+      ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
+    };
   }
 
   /**
    * One engine run of the batch's groups, waiting for the stack's lock. A run that
    * failed only some groups (continueOnError) returns; their callers get their own
-   * errors from the observer. A failure that names none of the groups fails them all.
+   * errors from the tracker. A failure that names none of the groups fails them all.
    */
   private async runEngine(
     groups: ReadonlyMap<string, GroupSpec>,
-    run: (observer: ChangeTracker) => Promise<unknown>,
+    run: (tracker: ChangeTracker) => Promise<unknown>,
   ): Promise<RunOutcome> {
-    let observer = new ChangeTracker(this.options.onEvent);
+    let tracker = new ChangeTracker(this.options.onEvent);
     this.engineRuns += 1;
     try {
       await withStackLockWait(
         () => {
-          observer = new ChangeTracker(this.options.onEvent);
-          return run(observer);
+          tracker = new ChangeTracker(this.options.onEvent);
+          return run(tracker);
         },
         { stackName: this.options.stack, timeoutMs: this.lockTimeoutMs, ...(this.options.onLockWait ? { onWait: this.options.onLockWait } : {}) },
       );
     } catch (error) {
-      const failedGroups = [...groups.keys()].filter((name) => observer.changes.get(name) === "failed");
+      const failedGroups = [...groups.keys()].filter((name) => tracker.changes.get(name) === "failed");
       if (failedGroups.length === 0) throw error;
-      return { changes: observer.changes, diagnostics: observer.diagnostics, error };
+      return { changes: tracker.changes, diagnostics: tracker.diagnostics, error };
     }
-    return { changes: observer.changes, diagnostics: observer.diagnostics };
+    return { changes: tracker.changes, diagnostics: tracker.diagnostics };
   }
 }
 
