@@ -12,8 +12,7 @@ import { USER_GROUP_TYPE } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { withStackLockWait } from "./lock-wait";
-import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack } from "./provision";
+import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, withLockWait } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
@@ -316,13 +315,10 @@ export class UserGroupFleet {
     let tracker = new ChangeTracker(this.options.onEvent);
     this.engineRuns += 1;
     try {
-      await withStackLockWait(
-        () => {
-          tracker = new ChangeTracker(this.options.onEvent);
-          return run(tracker);
-        },
-        { stackName: this.options.stack, timeoutMs: this.lockTimeoutMs, ...(this.options.onLockWait ? { onWait: this.options.onLockWait } : {}) },
-      );
+      await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, () => {
+        tracker = new ChangeTracker(this.options.onEvent);
+        return run(tracker);
+      });
     } catch (error) {
       const failedGroups = [...groups.keys()].filter((name) => tracker.changes.get(name) === "failed");
       if (failedGroups.length === 0) throw error;
