@@ -43,7 +43,18 @@ export function isStackLocked(error: unknown): boolean {
   // The HTTP backend's conflict and the diy backend's lock, as @pulumi/pulumi detects them,
   // for errors that reach us re-wrapped (e.g. from stack selection).
   const text = error instanceof Error ? error.message : "";
-  return /the stack is currently locked by|\[409\] Conflict: Another update is currently in progress/.test(text);
+  return /the stack is currently locked by|\[409\] Conflict: Another update is currently in progress/.test(text) || isLockListingRace(text);
+}
+
+/**
+ * The diy backend checks for others' locks by listing the stack's lock folder,
+ * then reading each listed key; a lock released in between (another run ending)
+ * fails the check with "could not list bucket: blob (code=NotFound)" (seen on
+ * postgres://) or a NotFound on reading that lock's key. That is the same
+ * contention, met before anything changed.
+ */
+function isLockListingRace(text: string): boolean {
+  return /could not list bucket: blob \(code=NotFound\)|blob \(key "[^"]*\.pulumi\/locks\/[^"]*"\) \(code=NotFound\)/.test(text);
 }
 
 export interface LockWaitOptions {

@@ -295,9 +295,11 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
 /**
  * Stack selection when other processes (replicas on a shared backend) may be
  * selecting the same new stack: one of them creating it between our look and
- * our create means it exists, and selecting it is right; Pulumi's postgres
- * backend creating its table on first use can lose the same race
- * ("failed to create table pulumi_state"), and a second try finds the table.
+ * our create means it exists, and selecting it is right. Creating a stack takes
+ * its lock, so the creator's lock (held, or released mid-check) refuses ours
+ * for a moment; Pulumi's postgres backend creating its table on first use can
+ * lose the same race ("failed to create table pulumi_state"). A second try
+ * finds the stack, or the table.
  */
 async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> {
   for (let attempt = 1; ; attempt++) {
@@ -305,8 +307,10 @@ async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> 
       return await select();
     } catch (error) {
       const lostRace =
-        error instanceof StackAlreadyExistsError || (error instanceof Error && /failed to create table pulumi_state/.test(error.message));
-      if (!lostRace || attempt >= 4) throw error;
+        error instanceof StackAlreadyExistsError ||
+        isStackLocked(error) ||
+        (error instanceof Error && /failed to create table pulumi_state/.test(error.message));
+      if (!lostRace || attempt >= 6) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 200 * attempt)));
     }
   }

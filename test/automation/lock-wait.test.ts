@@ -2,6 +2,7 @@
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { describe, expect, it } from "vitest";
 import {
+  isStackLocked,
   nextLockWaitMs,
   parseDurationMs,
   StackLockedError,
@@ -31,6 +32,26 @@ function fakeClock() {
     },
   };
 }
+
+describe("isStackLocked", () => {
+  it("knows the engine's lock refusals, and the diy backend's lock check losing a race with a lock's release", () => {
+    expect(isStackLocked(lockedByAnotherRun())).toBe(true);
+    expect(isStackLocked(new StackLockedError("customers"))).toBe(true);
+    // As Pulumi 3.259 on postgres:// says it when another run's lock vanishes mid-check.
+    const listingRace = new Error(
+      "Command failed with exit code 1: pulumi stack init customers --non-interactive\n" +
+        "error: could not create stack: could not list bucket: blob (code=NotFound): sql: no rows in result set",
+    );
+    expect(isStackLocked(listingRace)).toBe(true);
+    const readingRace = new Error(
+      'error: blob (key ".pulumi/locks/organization/user-groups/customers/5f0c.json") (code=NotFound): sql: no rows in result set',
+    );
+    expect(isStackLocked(readingRace)).toBe(true);
+    expect(isStackLocked(new Error('error: blob (key ".pulumi/stacks/user-groups/customers.json") (code=NotFound): no such stack'))).toBe(false);
+    expect(isStackLocked(new Error("error: could not list bucket: permission denied for table pulumi_state"))).toBe(false);
+    expect(isStackLocked(new Error("[403] Forbidden"))).toBe(false);
+  });
+});
 
 describe("withStackLockWait", () => {
   it("retries a locked stack with growing, jittered waits until the run goes through", async () => {
