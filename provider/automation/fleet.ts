@@ -12,7 +12,7 @@ import { USER_GROUP_TYPE } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, withLockWait } from "./provision";
+import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
@@ -120,10 +120,9 @@ function groupError(resourceName: string, spec: GroupSpec | undefined, outcome: 
       cause: outcome.error,
     });
   }
-  const text = diagnostic;
-  const exists = /already exists in the (Customer|Testing|API key's) environment/.exec(text);
+  const exists = /already exists in the (Customer|Testing|API key's) environment/.exec(diagnostic);
   if (exists && spec) return new UserGroupExistsError(spec.userGroupId, exists[1] === "API key's" ? undefined : (exists[1] as Environment));
-  return new FleetGroupError(resourceName, text, { cause: outcome.error });
+  return new FleetGroupError(resourceName, diagnostic, { cause: outcome.error });
 }
 
 export class UserGroupFleet {
@@ -376,9 +375,15 @@ export class FleetStackError extends UserGroupsError {
   }
 }
 
-/** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not. */
+/** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
-  const { stack } = await selectStack(options, async () => ({}));
+  let stack: Stack;
+  try {
+    ({ stack } = await selectStack(options, async () => ({}), { mustExist: true }));
+  } catch (error) {
+    if (error instanceof StackNotFoundError) return false;
+    throw error;
+  }
   const outputs = await stack.outputs();
   return outputs[FLEET_MARKER_OUTPUT]?.value === true;
 }

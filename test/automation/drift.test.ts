@@ -185,6 +185,11 @@ describe("drift, refresh and destroy without side effects", () => {
     const missing = await cli(RW_KEY, "refresh", "--stack", "nosuch");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/Stack "nosuch" does not exist in file:\/\/.*nothing to read or delete/);
+    // destroy too (its check for a fleet's stack must not make the stack it asks about)
+    const destroyMissing = await cli(RW_KEY, "destroy", "--stack", "nosuch", "--yes");
+    expect(destroyMissing.code).toBe(1);
+    expect(destroyMissing.stderr).toMatch(/Stack "nosuch" does not exist in file:\/\/.*nothing to read or delete/);
+    expect((await cli(RW_KEY, "refresh", "--stack", "nosuch")).stderr).toMatch(/Stack "nosuch" does not exist/);
   });
 
   it("never printed a token or an API key", () => {
