@@ -11,7 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../resource/user-group";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { openStack, type RunOptions, translateLock, withLockWait, withoutCredentials } from "./provision";
+import { openStack, type RunOptions, runError, withLockWait, withoutCredentials } from "./provision";
 
 export type DriftKind =
   | "deleted" // in the state, gone from the service
@@ -195,7 +195,7 @@ export async function detectDrift(options: DriftOptions): Promise<DriftReport> {
         },
       });
     } catch (error) {
-      throw translateLock(error, options.stack);
+      throw runError(error, options);
     } finally {
       prepared.release();
     }

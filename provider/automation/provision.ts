@@ -146,7 +146,6 @@ function nameFromUrn(urn: string): string {
   return urn.slice(urn.lastIndexOf("::") + 2);
 }
 
-/** Follows the engine's events and keeps, per group, the most telling change. */
 /** An engine diagnostic's text: ANSI colours and the "error: " prefix off. */
 function diagnosticText(message: string): string {
   // biome-ignore lint: the escape character is what we strip
@@ -156,6 +155,7 @@ function diagnosticText(message: string): string {
 /** The engine's closing lines ("update failed") and the program's echo of a group's failure add nothing. */
 const GENERIC_FAILURE = /^(update|preview|refresh|destroy) failed$|failed to register$/;
 
+/** Follows the engine's events and keeps, per group, the most telling change, and what the engine said of it. */
 export class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
   readonly changedFields = new Map<string, string[]>();
@@ -326,7 +326,7 @@ export async function openStack(options: RunOptions, program: readonly GroupSpec
     return { stack, backendUrl, release: () => running.delete(key) };
   } catch (error) {
     running.delete(key);
-    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
+    throw runError(error, options);
   }
 }
 
@@ -335,9 +335,10 @@ function isMissingStack(error: unknown): boolean {
   return error instanceof Error && /no stack named .* found/i.test(error.message);
 }
 
-/** Pulumi's own lock (another process on the same stack) becomes a StackLockedError. */
-export function translateLock(error: unknown, stack: string): unknown {
-  return isStackLocked(error) && !(error instanceof StackLockedError) ? new StackLockedError(stack, { cause: error }) : error;
+/** What a failed run on the stack of these options throws: every secret it knows of scrubbed, Pulumi's lock (another process) as a StackLockedError. */
+export function runError(error: unknown, options: RunOptions): unknown {
+  const scrubbed = scrubSecrets(error, secretValuesOf(options));
+  return isStackLocked(scrubbed) && !(scrubbed instanceof StackLockedError) ? new StackLockedError(options.stack, { cause: scrubbed }) : scrubbed;
 }
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
@@ -420,11 +421,10 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
       groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
-    const secrets = secretValuesOf(options);
-    const translated = translateLock(scrubSecrets(error, secrets), options.stack);
+    const translated = runError(error, options);
     const lines = tracker.failureLines();
     if (translated instanceof StackLockedError || lines.length === 0) throw translated;
-    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
+    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secretValuesOf(options));
   } finally {
     prepared.release();
   }

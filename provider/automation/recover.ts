@@ -12,9 +12,8 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
-import { openStack, type ProvisionOptions, provisionUserGroups, type RunResult, translateLock, workspaceOf } from "./provision";
+import { openStack, type ProvisionOptions, provisionUserGroups, type RunResult, runError, workspaceOf } from "./provision";
 import { fileBackendDir, removeStaleLocks } from "./stale-lock";
-import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { repairTornWrites } from "./torn-sidecars";
 import { PROJECT_NAME } from "./workspace";
 
@@ -98,7 +97,7 @@ export async function recoverStack(options: ProvisionOptions): Promise<RecoveryR
       ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
     });
   } catch (error) {
-    throw translateLock(scrubSecrets(error, secretValuesOf(options)), options.stack);
+    throw runError(error, options);
   } finally {
     prepared.release();
   }

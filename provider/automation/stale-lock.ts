@@ -107,12 +107,10 @@ export function lockHolderStatus(backendUrl: string, project: string, stack: str
  * no lock files: nothing to do.
  */
 export function removeStaleLocks(backendUrl: string, project: string, stack: string): string[] {
-  const backendDir = fileBackendDir(backendUrl);
-  if (backendDir === undefined) return [];
   const removed: string[] = [];
-  for (const holder of readLockHolders(backendDir, project, stack)) {
-    if (holder.hostname !== hostname()) throw new LiveLockError(stack, holder, "it was taken on another host, whose processes cannot be checked from here");
-    if (pulumiProcessAlive(holder.pid)) throw new LiveLockError(stack, holder, "that process is still running");
+  for (const holder of lockHolderStatus(backendUrl, project, stack)) {
+    if (holder.alive === undefined) throw new LiveLockError(stack, holder, "it was taken on another host, whose processes cannot be checked from here");
+    if (holder.alive) throw new LiveLockError(stack, holder, "that process is still running");
     rmSync(holder.file, { force: true });
     rmSync(`${holder.file}.attrs`, { force: true });
     removed.push(holder.file);

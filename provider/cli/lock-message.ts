@@ -17,6 +17,11 @@ function holderText(holder: LockHolderStatus): string {
   return `pid ${holder.pid} on host "${holder.hostname}" (since ${holder.timestamp ?? "an unknown time"})`;
 }
 
+/** Every holder's process is known to be gone: its lock will never be released by waiting. */
+function allHoldersDead(holders: readonly LockHolderStatus[]): boolean {
+  return holders.length > 0 && holders.every((h) => h.alive === false);
+}
+
 /** The holders of the stack's lock, described; undefined when nothing can be said (not a file backend, no lock file). */
 export function describeLockHolders(holders: readonly LockHolderStatus[], stack: string, recoverCommand: string): string | undefined {
   if (holders.length === 0) return undefined;
@@ -24,7 +29,7 @@ export function describeLockHolders(holders: readonly LockHolderStatus[], stack:
   const live = holders.filter((h) => h.alive === true);
   const elsewhere = holders.filter((h) => h.alive === undefined);
   const lines: string[] = [];
-  if (dead.length > 0 && live.length === 0 && elsewhere.length === 0) {
+  if (allHoldersDead(holders)) {
     lines.push(
       `Stack "${stack}" is locked by a run that is gone: ${dead.map(holderText).join(", ")} is no longer running, so its lock will never be released. Nothing was changed.`,
       `\`${recoverCommand}\` clears a dead run's lock (and finishes what the run left).`,
@@ -49,5 +54,5 @@ export function explainLock(backendUrl: string, stack: string, recoverCommand: s
     return { allDead: false }; // a lock file being written or removed right now: nothing to add
   }
   const text = describeLockHolders(holders, stack, recoverCommand);
-  return { ...(text !== undefined ? { text } : {}), allDead: holders.length > 0 && holders.every((h) => h.alive === false) };
+  return { ...(text !== undefined ? { text } : {}), allDead: allHoldersDead(holders) };
 }

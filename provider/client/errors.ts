@@ -45,6 +45,11 @@ export class UserGroupApiError extends UserGroupsError {
   get isNotFound(): boolean {
     return this.kind === "http" && this.status === 404 && this.code === "user_group_not_found";
   }
+
+  /** The service refused the request for this key (a read-only key asked to change something). */
+  get isForbidden(): boolean {
+    return this.kind === "http" && this.status === 403 && this.code === "forbidden";
+  }
 }
 
 function describeFailure(d: ApiErrorDetails): string {

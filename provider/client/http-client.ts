@@ -169,7 +169,7 @@ export class UserGroupsClient {
       userGroupId: request.user_group_id,
       retryWhenAmbiguous: true,
     }).catch((error: unknown) => {
-      if (error instanceof UserGroupApiError && error.status === 403 && error.code === "forbidden") this.knownReadOnly = true;
+      if (error instanceof UserGroupApiError && error.isForbidden) this.knownReadOnly = true;
       throw error;
     });
     this.knownEnvironment = response.user_group.api_environment_tag;

@@ -54,7 +54,7 @@ function isApiError(error: unknown): error is UserGroupApiError {
 }
 
 function isForbidden(error: unknown): boolean {
-  return isApiError(error) && error.status === 403 && error.code === "forbidden";
+  return isApiError(error) && error.isForbidden;
 }
 
 function wireProperties(inputs: CheckedInputs): Properties | null {
