@@ -1,5 +1,5 @@
-// The one gate every /__admin/ request passes (the API routes and any page
-// served under /__admin/). A web page in the user's browser can reach a
+// The one gate every /__admin/ API request passes (the dashboard's static page,
+// script and style are served before it, and hold no data). A web page in the user's browser can reach a
 // loopback server: by a form POST (CSRF: text/plain, no preflight), or through
 // a DNS name of its own rebound to 127.0.0.1 (DNS rebinding: the page's origin
 // then reads the answers). So an admin request must name a loopback host (or
@@ -30,6 +30,16 @@ export interface AdminGuardSettings {
   readonly host: string;
   /** When set, every admin request needs `X-Admin-Token` with this value. */
   readonly adminToken?: string | undefined;
+}
+
+/** At start: a server on a non-loopback host must have an admin token, or its admin endpoints would be open to the network. */
+export function refuseUnguardedAdmin(settings: AdminGuardSettings): void {
+  if (!isLoopbackHost(settings.host) && settings.adminToken === undefined) {
+    throw new Error(
+      `refusing to listen on non-loopback host ${settings.host} without an admin token: ` +
+        "the /__admin/ endpoints would be open to the network (set adminToken / --admin-token)",
+    );
+  }
 }
 
 /**

@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ADMIN_MAX_BODY_BYTES, assertAdminRequestAllowed, type AdminGuardSettings } from "./admin-guard.js";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
-import { ApiError } from "./errors.js";
+import { ApiError, methodNotAllowed } from "./errors.js";
 import { faultRulesBodySchema, type FaultRule } from "./faults.js";
 import { parseBody } from "./handlers.js";
 import { readBody, sendJson } from "./http.js";
@@ -74,9 +74,7 @@ export async function handleAdmin(
   const method = req.method ?? "";
   const handler = Object.hasOwn(route, method) ? route[method] : undefined;
   if (handler === undefined) {
-    throw new ApiError(405, "method_not_allowed", `${path} accepts ${Object.keys(route).join(", ")}`, {
-      Allow: Object.keys(route).join(", "),
-    });
+    throw methodNotAllowed(path, Object.keys(route));
   }
   const result = await handler(req, actions, res);
   sendJson(res, 200, { success: 1, ...result });

@@ -8,7 +8,7 @@ import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_PATH, type ApiMethod } from "../provider/wire/schemas.js";
 import type { ApiKey, ConnectionAuth } from "./auth.js";
-import { ApiError } from "./errors.js";
+import { ApiError, methodNotAllowed } from "./errors.js";
 import type { FaultRule, FaultTable } from "./faults.js";
 import { assertMayCall, parseBody, runOperation, subjectId, type JsonObject, type SuccessBody } from "./handlers.js";
 import { ClientGone, isJsonContentType, readBody, sendJson } from "./http.js";
@@ -26,7 +26,7 @@ export interface ApiContext {
   readonly persister: Persister | undefined;
 }
 
-const ALLOW = "GET, POST, PUT, DELETE";
+const ALLOW = ["GET", "POST", "PUT", "DELETE"] as const;
 
 /** Handles one API request; fills `entry` (the journal's record of it) as it learns things. */
 export async function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, path: string, entry: RawJournalEntry): Promise<void> {
@@ -45,7 +45,7 @@ export async function handleApiRequest(ctx: ApiContext, req: IncomingMessage, re
 /** 404 for another path, 405 for another method. */
 function routedMethod(path: string, method: string | undefined): ApiMethod {
   if (path !== API_PATH) throw new ApiError(404, "not_found", `no such path; the API is at ${API_PATH}`);
-  if (!isApiMethod(method)) throw new ApiError(405, "method_not_allowed", `${API_PATH} accepts ${ALLOW}`, { Allow: ALLOW });
+  if (!isApiMethod(method)) throw methodNotAllowed(API_PATH, ALLOW);
   return method;
 }
 

@@ -5,9 +5,7 @@
 // checks (admin token, and whatever else guards /__admin/).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_JS } from "./dashboard-page.js";
-import { ApiError } from "./errors.js";
-
-export const DASHBOARD_PATH = "/__admin/";
+import { ApiError, methodNotAllowed } from "./errors.js";
 
 /** `data:` images only so the page's empty favicon needs no request (one would land in the journal). */
 export const DASHBOARD_CSP = [
@@ -44,9 +42,7 @@ export function isDashboardPath(path: string): boolean {
 export function serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): number {
   const asset = ASSETS.get(path);
   if (asset === undefined) throw new ApiError(404, "not_found", `no dashboard file ${path}`);
-  if (req.method !== "GET" && req.method !== "HEAD") {
-    throw new ApiError(405, "method_not_allowed", `${path} accepts GET, HEAD`, { Allow: "GET, HEAD" });
-  }
+  if (req.method !== "GET" && req.method !== "HEAD") throw methodNotAllowed(path, ["GET", "HEAD"]);
   res.writeHead(200, {
     "Content-Type": asset.type,
     "Content-Length": String(asset.body.length),

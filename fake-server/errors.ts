@@ -17,6 +17,12 @@ export class ApiError extends UserGroupsError {
   }
 }
 
+/** 405 for a path that answers only `allow`: the message names them, and so does `Allow`. */
+export function methodNotAllowed(path: string, allow: readonly string[]): ApiError {
+  const list = allow.join(", ");
+  return new ApiError(405, "method_not_allowed", `${path} accepts ${list}`, { Allow: list });
+}
+
 export function errorBody(code: string, message: string): ErrorResponse {
   return { success: 0, error: { code, message } };
 }

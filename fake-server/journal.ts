@@ -10,6 +10,8 @@ import type { JsonValue } from "../provider/wire/schemas.js";
 
 export const REDACTED = "[REDACTED]";
 const SECRET_FIELDS = new Set(["token", "current_token"]);
+/** The secret fields as they appear as keys in JSON text (the fast path's test). */
+const SECRET_FIELD_KEYS = [...SECRET_FIELDS].map((field) => JSON.stringify(field));
 /** Issued tokens match ISSUED_TOKEN_PATTERN; any run of 64 hex digits is treated as one. */
 const TOKEN_LIKE = /[0-9a-fA-F]{64}/g;
 
@@ -161,7 +163,7 @@ function cleanJsonText(value: JsonValue, escapedSecrets: readonly string[]): { t
   } catch {
     return undefined;
   }
-  if (text.length > MAX_BODY_TEXT_CHARS || text.includes('"token"') || text.includes('"current_token"') || hasTokenShapedRun(text)) return undefined;
+  if (text.length > MAX_BODY_TEXT_CHARS || SECRET_FIELD_KEYS.some((key) => text.includes(key)) || hasTokenShapedRun(text)) return undefined;
   for (const secret of escapedSecrets) if (secret.length > 0 && text.includes(secret)) return undefined;
   return { text, truncated: false };
 }

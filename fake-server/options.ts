@@ -1,11 +1,8 @@
 // startFakeServer options, validated once at start so mistakes fail loudly.
 import { z } from "zod";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
-import { isLoopbackHost } from "../provider/wire/loopback.js";
 import { apiKeyConfigSchema } from "./auth.js";
 import { UserGroupsError } from "../provider/wire/errors.js";
-
-export { isLoopbackHost };
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_JOURNAL_SIZE = 1000;

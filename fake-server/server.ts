@@ -7,15 +7,16 @@ import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ADMIN_PREFIX, handleAdmin, type AdminActions } from "./admin.js";
+import { refuseUnguardedAdmin } from "./admin-guard.js";
 import { handleApiRequest, type ApiContext } from "./api-request.js";
 import { isDashboardPath, serveDashboard } from "./dashboard.js";
 import { ConnectionAuth, KeyRing, type ApiKeyConfig } from "./auth.js";
-import { ApiError, errorBody } from "./errors.js";
+import { ApiError, errorBody, methodNotAllowed } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
 import { ClientGone, lingerAfterEarlyAnswer, pathOf, sendError, sendJson } from "./http.js";
 import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
 import { buildOpenApiDocument } from "./openapi.js";
-import { isLoopbackHost, resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
+import { resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
 import { Store, type StoredGroup } from "./store.js";
@@ -79,15 +80,6 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
   const server = createHttpServer(opts, (req, res) => handleRequest(state, actions, req, res));
   const port = await listen(server, opts.host, opts.port);
   return fakeServerHandle(state, actions, server, port);
-}
-
-function refuseUnguardedAdmin(opts: ResolvedOptions): void {
-  if (!isLoopbackHost(opts.host) && opts.adminToken === undefined) {
-    throw new Error(
-      `refusing to listen on non-loopback host ${opts.host} without an admin token: ` +
-        "the /__admin/ endpoints would be open to the network (set adminToken / --admin-token)",
-    );
-  }
 }
 
 function logSinkOf(log: ResolvedOptions["log"]): LogSink | undefined {
@@ -173,7 +165,7 @@ async function route(
 let openApiText: string | undefined;
 
 function serveOpenApi(req: IncomingMessage, res: ServerResponse): number {
-  if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "/openapi.json accepts GET", { Allow: "GET" });
+  if (req.method !== "GET") throw methodNotAllowed("/openapi.json", ["GET"]);
   openApiText ??= JSON.stringify(buildOpenApiDocument(), null, 2);
   res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" });
   res.end(openApiText);
