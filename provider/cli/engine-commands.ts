@@ -15,12 +15,10 @@ import {
   type RunOptions,
   type RunResult,
   RunFailedError,
-  StackNotFoundError,
   workspaceOf,
 } from "../automation/provision";
 import { recoverStack } from "../automation/recover";
-import { LiveLockError } from "../automation/stale-lock";
-import { UntrustedWorkspaceError } from "../automation/workspace";
+import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
 import type { CliIo } from "./io";
 import { DeadLockHolderError, explainLock } from "./lock-message";
@@ -169,18 +167,10 @@ function describeFailure(error: unknown, args: CliArgs, backendUrl: () => string
     if (text === undefined) return error.message;
     return error instanceof StackLockTimeoutError ? `${text}\n  (waited ${formatDuration(error.waitedMs)}, the lock timeout)` : text;
   }
-  if (
-    error instanceof DeadLockHolderError ||
-    error instanceof LiveLockError ||
-    error instanceof GroupsValidationError ||
-    error instanceof StackNotFoundError ||
-    error instanceof UntrustedWorkspaceError ||
-    error instanceof FleetStackError
-  ) {
-    return error.message;
-  }
   // A run: what the engine's diagnostic events said, per group.
   if (error instanceof RunFailedError) return error.diagnostics.join("\n  ");
+  // Ours say what happened in their message; only Pulumi's own errors need reading.
+  if (error instanceof UserGroupsError) return error.message;
   return describeCommandFailure(error);
 }
 
