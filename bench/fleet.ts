@@ -4,7 +4,6 @@
 //   50 concurrent ensures in a fleet of the largest N: wall time, per-call p50/p95, engine runs;
 //   3 processes x 20 ensures on one stack on a throwaway PostgreSQL backend: wall time, lost groups.
 // Every run of a kind alternates with the other kind, each adding one new group.
-import { execFile } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -12,6 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { startFakeServer, type FakeServer } from "../fake-server/index.js";
 import { provisionUserGroups, type RunOptions, UserGroupFleet } from "../provider/automation/index.js";
 import { selectStack } from "../provider/automation/provision.js";
+import { runFleetWorker } from "../test/support/fleet-worker-run.js";
 import { startPostgres } from "../test/support/postgres.js";
 import { median, percentile } from "./stats.js";
 
@@ -201,15 +201,6 @@ async function measureConcurrency(n: number, calls: number, oneEnsureSeconds: nu
   }
 }
 
-function runWorker(worker: string, job: object, env: NodeJS.ProcessEnv): Promise<{ report: { error?: string }[] }> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [worker], { env: { ...env, FLEET_WORKER_JOB: JSON.stringify(job) }, timeout: 600_000, maxBuffer: 1 << 22 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`fleet worker failed: ${stderr}`));
-      else resolve(JSON.parse(stdout) as { report: { error?: string }[] });
-    });
-  });
-}
-
 async function measureProcesses(processes: number, callsPerProcess: number, workRoot: string, repoRoot: string): Promise<FleetProcesses> {
   const postgres = await startPostgres();
   const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
@@ -221,10 +212,11 @@ async function measureProcesses(processes: number, callsPerProcess: number, work
     const start = performance.now();
     const reports = await Promise.all(
       Array.from({ length: processes }, (_, p) =>
-        runWorker(
+        runFleetWorker(
           worker,
           { stack: "customers", backendUrl: postgres.backendUrl, workDir: path.join(workDir, `p${p}`), prefix: `p${p}`, ids: groupsOf(`p${p}`, callsPerProcess).map((g) => g.userGroupId) },
           env,
+          600_000,
         ),
       ),
     );

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { groupsFileJsonSchema } from "../provider/automation/groups-json-schema.js";
 
-// Compiled to dist/scripts/, so the package root is two levels up.
+// Compiled to build/scripts/, so the package root is two levels up.
 const target = resolve(__dirname, "..", "..", "schema", "groups.schema.json");
 mkdirSync(resolve(target, ".."), { recursive: true });
 writeFileSync(target, `${JSON.stringify(groupsFileJsonSchema(), null, 2)}\n`);

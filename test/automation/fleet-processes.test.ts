@@ -1,11 +1,11 @@
 // UserGroupFleet across OS processes on a real shared backend (PostgreSQL, Pulumi's
 // diy postgres:// backend): three replicas ensure ten groups each, all at once, on
 // one stack. Nothing may be lost, and every caller's token must be the service's.
-import { execFile } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { UserGroupFleet } from "../../provider/automation/index";
+import { type FleetWorkerReport, runFleetWorker } from "../support/fleet-worker-run";
 import { startPostgres, type PostgresServer } from "../support/postgres";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
@@ -15,35 +15,19 @@ let server: FakeServer;
 let postgres: PostgresServer;
 let env: PulumiTestEnv;
 
-interface WorkerReport {
-  engineRuns: number;
-  report: { id: string; change?: string; token?: string; error?: string }[];
-}
-
-function runReplica(replica: string, ids: string[]): Promise<WorkerReport> {
-  const job = { stack: STACK, backendUrl: postgres.backendUrl, workDir: path.join(env.workDir, replica), ids, prefix: replica };
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [path.join(__dirname, "../support/fleet-worker.cjs")],
-      {
-        env: {
-          ...process.env,
-          ...env.envVars,
-          PULUMI_CONFIG_PASSPHRASE: "fleet-processes",
-          USER_GROUPS_BASE_URL: server.url,
-          USER_GROUPS_API_KEY: KEY,
-          FLEET_WORKER_JOB: JSON.stringify(job),
-        },
-        timeout: 240_000,
-        maxBuffer: 1 << 20,
-      },
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`replica ${replica} failed: ${stderr}`));
-        else resolve(JSON.parse(stdout) as WorkerReport);
-      },
-    );
-  });
+function runReplica(replica: string, ids: string[]): Promise<FleetWorkerReport> {
+  return runFleetWorker(
+    path.join(__dirname, "../support/fleet-worker.cjs"),
+    { stack: STACK, backendUrl: postgres.backendUrl, workDir: path.join(env.workDir, replica), ids, prefix: replica },
+    {
+      ...process.env,
+      ...env.envVars,
+      PULUMI_CONFIG_PASSPHRASE: "fleet-processes",
+      USER_GROUPS_BASE_URL: server.url,
+      USER_GROUPS_API_KEY: KEY,
+    },
+    240_000,
+  );
 }
 
 beforeAll(async () => {

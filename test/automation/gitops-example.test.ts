@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 const EXAMPLE = path.join(REPO_ROOT, "examples/gitops");
 const SECRETS: Record<string, string> = {
@@ -113,7 +114,7 @@ beforeAll(async () => {
   binDir = path.join(env.workDir, "..", "bin");
   mkdirSync(binDir, { recursive: true });
   const shim = path.join(binDir, "user-groups");
-  writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${path.join(REPO_ROOT, "dist/provider/cli/user-groups.js")}" "$@"\n`);
+  writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${USER_GROUPS_CLI}" "$@"\n`);
   const gh = path.join(binDir, "gh");
   writeFileSync(gh, `#!/bin/sh\n# gh pr comment NUMBER --body-file FILE\nprintf '%s\\n' "$@" > gh-args.txt\ncp "$5" gh-comment.md\n`);
   chmodSync(shim, 0o755);

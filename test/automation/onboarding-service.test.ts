@@ -1,9 +1,10 @@
 // examples/onboarding-service: two replicas (OS processes) of the service on one
 // PostgreSQL backend, customers signing up through either one, interleaved.
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type ListeningProcess, watchServer } from "../support/listening-process";
 import { startPostgres, type PostgresServer } from "../support/postgres";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
@@ -12,30 +13,30 @@ const BEARER = "onboarding-bearer-secret-0001";
 let server: FakeServer;
 let postgres: PostgresServer;
 let env: PulumiTestEnv;
-const replicas: { process: ChildProcess; url: string }[] = [];
+const replicas: { url: string }[] = [];
+/** Every replica process spawned, listening or not, for afterAll to stop. */
+const started: ListeningProcess[] = [];
 
-function startReplica(name: string): Promise<{ process: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [path.join(__dirname, "../support/onboarding-replica.cjs")], {
-    env: {
-      ...process.env,
-      ...env.envVars,
-      PULUMI_BACKEND_URL: postgres.backendUrl,
-      ONBOARDING_WORK_DIR: path.join(env.workDir, name),
-      ONBOARDING_TOKEN: BEARER,
-      USER_GROUPS_BASE_URL: server.url,
-      USER_GROUPS_API_KEY: KEY,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+async function startReplica(name: string): Promise<{ url: string }> {
+  const replica = watchServer(
+    spawn(process.execPath, [path.join(__dirname, "../support/onboarding-replica.cjs")], {
+      env: {
+        ...process.env,
+        ...env.envVars,
+        PULUMI_BACKEND_URL: postgres.backendUrl,
+        ONBOARDING_WORK_DIR: path.join(env.workDir, name),
+        ONBOARDING_TOKEN: BEARER,
+        USER_GROUPS_BASE_URL: server.url,
+        USER_GROUPS_API_KEY: KEY,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+  started.push(replica);
+  const url = await replica.listening.catch((error: Error) => {
+    throw new Error(`replica ${name}: ${error.message}`);
   });
-  return new Promise((resolve, reject) => {
-    let stderr = "";
-    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once("exit", (code) => reject(new Error(`replica ${name} exited with ${code}: ${stderr}`)));
-    child.stdout!.on("data", (chunk: Buffer) => {
-      const match = /listening on (\S+)/.exec(chunk.toString());
-      if (match) resolve({ process: child, url: match[1]! });
-    });
-  });
+  return { url };
 }
 
 async function signUp(url: string, body: unknown, bearer: string | null = BEARER) {
@@ -55,13 +56,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(
-    replicas.map(
-      (replica) =>
-        new Promise<void>((resolve) => {
-          replica.process.once("exit", () => resolve());
-          replica.process.kill("SIGTERM");
-        }),
-    ),
+    started.map((replica) => {
+      replica.child.kill("SIGTERM");
+      return replica.exited;
+    }),
   );
   await server?.close();
   postgres?.stop();

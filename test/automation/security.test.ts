@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 type AutomationModule = typeof import("../../provider/automation/index");
 type WorkspaceModule = typeof import("../../provider/automation/workspace");
@@ -17,7 +18,7 @@ type CliModule = typeof import("../../provider/cli/user-groups");
 const load = createRequire(path.join(REPO_ROOT, "package.json"));
 const automation = load("pulumi-user-groups/automation") as AutomationModule;
 const workspace = load(path.join(REPO_ROOT, "dist/provider/automation/workspace.js")) as WorkspaceModule;
-const cliModule = load(path.join(REPO_ROOT, "dist/provider/cli/user-groups.js")) as CliModule;
+const cliModule = load(USER_GROUPS_CLI) as CliModule;
 
 const KEY = "security-config-key-0001";
 let server: FakeServer;

@@ -7,7 +7,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { request } from "undici";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { FakeServer } from "../../fake-server/index.js";
-import { KEYS, call, createGroup, expectError, expectOk, start } from "./helpers.js";
+import { KEYS, call, createGroup, expectError, expectOk, start, useSharedServer } from "./helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -21,15 +21,7 @@ const RATE = { requests: 1000, windowSeconds: 3600 };
 const UNTIL = { timeout: 10_000, interval: 50 };
 
 let server: FakeServer;
-beforeAll(async () => {
-  server = await start({ rateLimit: RATE });
-});
-afterAll(async () => {
-  await server?.close();
-});
-beforeEach(async () => {
-  await server.reset();
-});
+useSharedServer((started) => (server = started), { rateLimit: RATE });
 
 async function get(url: string, method: "GET" | "HEAD" | "POST" = "GET", headers: Record<string, string> = {}) {
   const res = await request(url, { method, headers });

@@ -10,26 +10,22 @@ import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { request } from "undici";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCli } from "../../fake-server/cli-args.js";
 import type { FakeServer } from "../../fake-server/index.js";
 import { Journal, MAX_BODY_TEXT_CHARS, REDACTED, redactedJsonText } from "../../fake-server/journal.js";
 import { parseApiKeyList, readApiKeysFile } from "../../fake-server/key-sources.js";
 import { runCli } from "./cli-process.js";
-import { KEYS, call, expectError, expectOk, start } from "./helpers.js";
+import { KEYS, call, expectError, expectOk, start, useSharedServer } from "./helpers.js";
 
 let server: FakeServer;
 let dir: string;
+useSharedServer((started) => (server = started));
 beforeAll(async () => {
-  server = await start();
   dir = await mkdtemp(join(tmpdir(), "fake-server-hardening-"));
 });
 afterAll(async () => {
-  await server?.close();
   await rm(dir, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  await server.reset();
 });
 
 interface RawReply {

@@ -24,11 +24,11 @@ export function start(extra: Partial<FakeServerOptions> = {}): Promise<FakeServe
   });
 }
 
-/** One server for the whole file, emptied before each test; `onStart` receives it. */
-export function useSharedServer(onStart: (server: FakeServer) => void): void {
+/** One server for the whole file (started with `extra`), emptied before each test; `onStart` receives it. */
+export function useSharedServer(onStart: (server: FakeServer) => void, extra: Partial<FakeServerOptions> = {}): void {
   let server: FakeServer | undefined;
   beforeAll(async () => {
-    server = await start();
+    server = await start(extra);
     onStart(server);
   });
   afterAll(async () => {

@@ -21,6 +21,9 @@ let api: UserGroupsClient;
 let roApi: UserGroupsClient;
 const noWait = { sleep: async () => {}, random: () => 0 };
 
+/** The requests sent since `mark`, as "METHOD status". */
+const requestsSince = (mark: number) => server.journal().slice(mark).map((e) => `${e.method} ${e.status}`);
+
 const acme: CheckedInputs = { name: "Acme", userGroupId: "acme", mapping: { sales: "eu" }, properties: { seats: 40 }, adoptExisting: false };
 
 beforeAll(async () => {
@@ -107,9 +110,6 @@ describe("readUserGroup", () => {
     expect(read.found && read.inputs).toEqual(acme);
     expect(read.found && read.outputs).toEqual(outputs);
   });
-
-  /** The requests sent since `mark`, as "METHOD status". */
-  const requestsSince = (mark: number) => server.journal().slice(mark).map((e) => `${e.method} ${e.status}`);
 
   it("reports a vanished group as gone with one PUT: nothing created or deleted, not even for a moment (R5)", async () => {
     const outputs = await createUserGroup(api, acme);
@@ -233,7 +233,7 @@ describe("updateUserGroup and rotation", () => {
     await api.delete({ current_token: olds.token });
     const mark = server.journal().length;
     await expect(rotateUserGroupToken(api, olds, { maxRounds: 1 })).rejects.toThrow(/no longer exists on the server/);
-    expect(server.journal().slice(mark).map((e) => `${e.method} ${e.status}`)).toEqual(["POST 404", "PUT 404"]);
+    expect(requestsSince(mark)).toEqual(["POST 404", "PUT 404"]);
     expect(server.groups()).toEqual([]);
   });
 
@@ -265,7 +265,7 @@ describe("deleteUserGroup", () => {
     await api.delete({ current_token: outputs.token });
     const mark = server.journal().length;
     await deleteUserGroup(api, outputs);
-    expect(server.journal().slice(mark).map((e) => `${e.method} ${e.status}`)).toEqual(["DELETE 404", "PUT 404"]);
+    expect(requestsSince(mark)).toEqual(["DELETE 404", "PUT 404"]);
     expect(server.groups()).toEqual([]);
   });
 

@@ -3,7 +3,6 @@
 // never answers (a delay fault far longer than the client's timeouts).
 // Retries and timeouts are shortened through the provider's environment
 // overrides (USER_GROUPS_HTTP_TIMEOUT_MS, USER_GROUPS_MAX_ATTEMPTS).
-import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import {
   createGroupStack,
@@ -16,25 +15,17 @@ import {
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
+import { freePort } from "../support/free-port";
 import { waitFor } from "../support/wait-for";
 
 const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };
 let rs: ReliabilityServer;
 const stacks = useReliabilityServer((started) => (rs = started));
 
-/** A port nothing listens on: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-
 describe("a dead API", () => {
   it("connection refused: up fails within seconds, naming the address and ECONNREFUSED", async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
+    // A port nothing listens on: bound once, then released.
+    const url = `http://127.0.0.1:${await freePort()}`;
     const gs = await createGroupStack("dead-refused", url, CUSTOMER_KEY, TUNING);
     stacks.push(gs);
     gs.declared = groupsOf(2, "refused");

@@ -4,9 +4,9 @@
 // initdb refuses to run as root, so as root it runs as an unprivileged user.
 import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "./free-port";
 
 export interface PostgresServer {
   /** A Pulumi backend URL for this server (its own database). */
@@ -29,17 +29,6 @@ function postgresBinDir(): string {
     : [];
   if (versions.length === 0) throw new Error(INSTALL_HINT);
   return path.join(root, versions[0]!, "bin");
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The unprivileged user to run the server as when we are root ("postgres" from the Debian package, else one we make). */
