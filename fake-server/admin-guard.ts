@@ -1,8 +1,8 @@
-// The one gate every /__admin/ API request passes (the dashboard's static page,
-// script and style are served before it, and hold no data). A web page in the user's browser can reach a
-// loopback server: by a form POST (CSRF: text/plain, no preflight), or through
-// a DNS name of its own rebound to 127.0.0.1 (DNS rebinding: the page's origin
-// then reads the answers). So an admin request must name a loopback host (or
+// The one gate every /__admin/ API request passes (the dashboard's static
+// page, script and style are served before it, and hold no data). A web page
+// in the user's browser can reach a loopback server: by a form POST (CSRF:
+// text/plain, no preflight), or through a DNS name of its own rebound to
+// 127.0.0.1 (DNS rebinding: the page's origin then reads the answers). So an admin request must name a loopback host (or
 // the configured host) in `Host`, must not come from a browser page of another
 // origin, and a POST must be `application/json` (which a cross-origin page
 // cannot send without a CORS preflight, and the server grants none).
