@@ -10,7 +10,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../resource/user-group";
-import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { type GroupSpec, validateGroups } from "./groups-spec";
+import { nameOfUrn, resourceNameOf } from "./resource-name";
 import { openStack, type RunOptions, runError, withLockWait, withoutCredentials } from "./provision";
 
 export type DriftKind =
@@ -142,7 +143,7 @@ export function stateGroupsOf(deployment: unknown): StateGroup[] {
     const outputs = resource.outputs ?? {};
     const token = plainSecret(outputs.token);
     groups.push({
-      resourceName: resource.urn.slice(resource.urn.lastIndexOf("::") + 2),
+      resourceName: nameOfUrn(resource.urn),
       inputs: inputs as unknown as GroupSpec,
       name: typeof outputs.name === "string" ? outputs.name : String(inputs.name),
       properties: plainSecret(outputs.properties),
@@ -191,7 +192,7 @@ export async function detectDrift(options: DriftOptions): Promise<DriftReport> {
         onEvent: (event) => {
           const meta = event.resourcePreEvent?.metadata;
           // A group deleted out of band: gone after the refresh, so the program's group is a create.
-          if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(meta.urn.slice(meta.urn.lastIndexOf("::") + 2), undefined);
+          if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(nameOfUrn(meta.urn), undefined);
         },
       });
     } catch (error) {

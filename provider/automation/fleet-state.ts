@@ -5,6 +5,7 @@ import type { Deployment } from "@pulumi/pulumi/automation";
 import { userGroupInputsSchema, userGroupOutputsSchema } from "../logic/inputs";
 import type { Environment, Mapping, Properties } from "../wire/schemas";
 import { USER_GROUP_TYPE } from "../resource/user-group";
+import { nameOfUrn } from "./resource-name";
 
 /** One group as the stack holds it. */
 export interface FleetGroup {
@@ -56,7 +57,7 @@ export function groupsInState(deployment: Deployment): FleetGroup[] {
     if (!parsed.success) continue; // e.g. a group whose create never finished: the engine has no outputs for it
     const outputs = parsed.data;
     groups.push({
-      resourceName: resource.urn.slice(resource.urn.lastIndexOf("::") + 2),
+      resourceName: nameOfUrn(resource.urn),
       userGroupId: outputs.userGroupId,
       ...(outputs.profile !== undefined ? { profile: outputs.profile } : {}),
       name: outputs.name,

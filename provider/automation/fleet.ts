@@ -11,7 +11,8 @@ import { UserGroupExistsError } from "../logic/operations";
 import { USER_GROUP_TYPE } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
-import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { type GroupSpec, validateGroups } from "./groups-spec";
+import { resourceNameOf, urnOf } from "./resource-name";
 import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
@@ -78,8 +79,8 @@ interface GroupOutputs {
   readonly apiEnvironmentTag?: Environment;
 }
 
-function urnOf(stack: string, resourceName: string): string {
-  return `urn:pulumi:${stack}::${PROJECT_NAME}::${USER_GROUP_TYPE}::${resourceName}`;
+function urnOfGroup(stack: string, resourceName: string): string {
+  return urnOf(stack, PROJECT_NAME, USER_GROUP_TYPE, resourceName);
 }
 
 /** Same fields as the stack holds (adoptExisting changes nothing once a group is held, R2). */
@@ -294,7 +295,7 @@ export class UserGroupFleet {
   /** The options of an up or destroy of exactly these groups, each group's failure its own. */
   private targetedRun(groups: ReadonlyMap<string, GroupSpec>, tracker: ChangeTracker) {
     return {
-      target: [...groups.keys()].map((name) => urnOf(this.options.stack, name)),
+      target: [...groups.keys()].map((name) => urnOfGroup(this.options.stack, name)),
       continueOnError: true,
       onEvent: tracker.handle,
       ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),

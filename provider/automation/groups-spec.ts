@@ -7,6 +7,9 @@ import { userGroupInputsSchema } from "../logic/inputs";
 import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { MAX_BODY_BYTES } from "../wire/schemas";
 import { UserGroupsError } from "../wire/errors";
+import { NO_PROFILE, resourceNameOf } from "./resource-name";
+
+export { resourceNameOf } from "./resource-name";
 
 /** A group's properties travel in one request body, which the service caps (W2). */
 export const MAX_PROPERTIES_BYTES = MAX_BODY_BYTES;
@@ -37,10 +40,6 @@ export class GroupsValidationError extends UserGroupsError {
   }
 }
 
-/** The Pulumi resource name of a group: unique per (profile, userGroupId). */
-export function resourceNameOf(spec: Pick<GroupSpec, "profile" | "userGroupId">): string {
-  return `${spec.profile ?? "default"}.${spec.userGroupId}`;
-}
 
 /** Validates every entry; throws GroupsValidationError listing every problem at once. */
 export function validateGroups(entries: readonly unknown[], source?: string): GroupSpec[] {
@@ -59,6 +58,11 @@ export function validateGroups(entries: readonly unknown[], source?: string): Gr
     const parsed = groupSpecSchema.safeParse(entry, WORDED_ISSUES);
     if (!parsed.success) {
       for (const problem of formatIssues(parsed.error, "the group")) problems.push({ entry: index, userGroupId, problem });
+      return;
+    }
+    if (parsed.data.profile === NO_PROFILE) {
+      // Its resource names would be those of the groups declared without a profile.
+      problems.push({ entry: index, userGroupId, problem: `profile "${NO_PROFILE}" is reserved for groups declared without a profile: leave profile out, or name another` });
       return;
     }
     const key = resourceNameOf(parsed.data);

@@ -7,7 +7,8 @@ import { diffUserGroup } from "../logic/diff";
 import type { CheckedInputs } from "../logic/inputs";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
-import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { type GroupSpec, validateGroups } from "./groups-spec";
+import { groupOfResourceName, nameOfUrn, resourceNameOf } from "./resource-name";
 import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
 import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
@@ -142,10 +143,6 @@ export function changeOf(op: string): GroupChange {
   }
 }
 
-function nameFromUrn(urn: string): string {
-  return urn.slice(urn.lastIndexOf("::") + 2);
-}
-
 /** An engine diagnostic's text: ANSI colours and the "error: " prefix off. */
 function diagnosticText(message: string): string {
   // biome-ignore lint: the escape character is what we strip
@@ -173,7 +170,7 @@ export class ChangeTracker {
     const failed = event.resOpFailedEvent?.metadata;
     const meta = pre ?? done ?? failed;
     if (!meta || !meta.type.endsWith(GROUP_TYPE_SUFFIX)) return;
-    const resourceName = nameFromUrn(meta.urn);
+    const resourceName = nameOfUrn(meta.urn);
     let change = changeOf(meta.op);
     // A refresh reports "refresh"; what changed shows in the diff it carries.
     if (meta.op === "refresh") change = (meta.diffs?.length ?? 0) > 0 ? "update" : "same";
@@ -196,7 +193,7 @@ export class ChangeTracker {
     if (text.length === 0 || GENERIC_FAILURE.test(text.split("\n")[0]!)) return;
     const onGroup = urn !== undefined && urn.includes(`${GROUP_TYPE_SUFFIX}::`);
     if (onGroup) {
-      const resourceName = nameFromUrn(urn);
+      const resourceName = nameOfUrn(urn);
       if (!this.diagnostics.has(resourceName)) this.diagnostics.set(resourceName, text);
     } else if (!this.runDiagnostics.includes(text)) {
       this.runDiagnostics.push(text);
@@ -356,11 +353,11 @@ function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outpu
   return [...names].sort().map((resourceName) => {
     const spec = specs.find((s) => resourceNameOf(s) === resourceName);
     const value = values[resourceName] ?? {};
-    const dot = resourceName.indexOf(".");
-    const profile = spec ? spec.profile : resourceName.slice(0, dot) === "default" ? undefined : resourceName.slice(0, dot);
+    const named = spec ?? groupOfResourceName(resourceName);
+    const profile = named.profile;
     return {
       resourceName,
-      userGroupId: spec?.userGroupId ?? resourceName.slice(dot + 1),
+      userGroupId: named.userGroupId,
       ...(profile !== undefined ? { profile } : {}),
       change: changes.get(resourceName) ?? "same",
       ...(tracker.changedFields.has(resourceName) ? { changedFields: tracker.changedFields.get(resourceName) } : {}),

@@ -11,7 +11,8 @@
 // as any `up` would. The provider itself cannot tell the two apart.
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type GroupSpec, resourceNameOf, validateGroups } from "./groups-spec";
+import { type GroupSpec, validateGroups } from "./groups-spec";
+import { nameOfUrn, resourceNameOf } from "./resource-name";
 import { openStack, type ProvisionOptions, provisionUserGroups, type RunResult, runError, workspaceOf } from "./provision";
 import { fileBackendDir, removeStaleLocks } from "./stale-lock";
 import { repairTornWrites } from "./torn-sidecars";
@@ -49,7 +50,7 @@ function pendingOf(deployment: unknown): PendingOperation[] {
   const operations = (deployment as { pending_operations?: RawPendingOperation[] } | undefined)?.pending_operations ?? [];
   return operations
     .filter((op) => op.resource?.type?.endsWith(USER_GROUP_TYPE_SUFFIX) === true && typeof op.resource.urn === "string")
-    .map((op) => ({ type: op.type ?? "unknown", resourceName: op.resource!.urn!.slice(op.resource!.urn!.lastIndexOf("::") + 2) }));
+    .map((op) => ({ type: op.type ?? "unknown", resourceName: nameOfUrn(op.resource!.urn!) }));
 }
 
 /**

@@ -10,6 +10,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type FakeServer, startFakeServer } from "../../fake-server/index.js";
 import { previewUserGroups, provisionUserGroups, type RecoveryReport, recoverStack, refreshUserGroups, type RunOptions } from "../../provider/automation/index.js";
+import { nameOfUrn } from "../../provider/automation/resource-name.js";
 import { findPulumiUp, isRunning, killTree } from "./kill-tree.js";
 
 export type TrialKind = "create" | "rotate";
@@ -87,7 +88,7 @@ function readState(backendDir: string, stack: string): StoredState {
   const file = path.join(backendDir, ".pulumi", "stacks", PROJECT, `${stack}.json`);
   if (!existsSync(file)) return { recorded: [], pending: [] };
   const latest = (JSON.parse(readFileSync(file, "utf8")) as { checkpoint: { latest?: { resources?: Array<{ urn: string; type: string }>; pending_operations?: Array<{ type: string; resource: { urn: string; type: string } }> } } }).checkpoint.latest;
-  const name = (urn: string) => urn.slice(urn.lastIndexOf("::") + 2);
+  const name = nameOfUrn;
   const isGroup = (type: string) => type.endsWith(":UserGroup");
   return {
     recorded: (latest?.resources ?? []).filter((r) => isGroup(r.type)).map((r) => name(r.urn)),
