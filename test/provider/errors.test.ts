@@ -35,6 +35,7 @@ const instances: Record<string, Error> = {
   UntrustedWorkspaceError: new automation.UntrustedWorkspaceError("/w/node_modules/x", "/pkg"),
   StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
   RunFailedError: new automation.RunFailedError("up", "dev", ["default.acme: already exists"], { cause }),
+  ResourceNameError: new automation.ResourceNameError("nodot"),
   UsageError: new UsageError("--file is required", { cause }),
   DeadLockHolderError: new DeadLockHolderError("dead"),
   InvalidTuningError: new InvalidTuningError("USER_GROUPS_MAX_ATTEMPTS", "x"),
