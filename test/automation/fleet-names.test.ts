@@ -146,7 +146,7 @@ describe("user-groups up --file: the same ids, and an upgrade from plain names",
       const groups: Record<string, unknown> = {};
       for (const spec of SAFE) {
         const name = `${spec.profile ?? "default"}.${spec.userGroupId}`;
-        const group = new UserGroup(name, spec);
+        const group = new UserGroup(name, { name: spec.name, userGroupId: spec.userGroupId, ...(spec.profile !== undefined ? { profile: spec.profile } : {}) });
         groups[name] = { userGroupId: group.userGroupId, name: group.name, token: group.token, teamId: group.teamId, apiEnvironmentTag: group.apiEnvironmentTag };
       }
       return { groups };
