@@ -3,6 +3,7 @@
 // that export, as Pulumi's secret envelope with a `plaintext` JSON text.
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { userGroupInputsSchema, userGroupOutputsSchema } from "../logic/inputs";
+import { SIGNATURE_KEY } from "../logic/reserved-values";
 import type { Environment, Mapping, Properties } from "../wire/schemas";
 import { USER_GROUP_TYPE } from "../resource/user-group";
 import { nameOfUrn } from "./resource-name";
@@ -22,12 +23,9 @@ export interface FleetGroup {
   readonly apiEnvironmentTag?: Environment;
 }
 
-/** Pulumi's marker key of a secret value in a serialized state. */
-const SECRET_SIGNATURE = "4dabf18193072939515e22adb298388d";
-
 /** A secret envelope's plain value (export --show-secrets), or the value itself. */
 function revealed(value: unknown): unknown {
-  if (value !== null && typeof value === "object" && SECRET_SIGNATURE in value) {
+  if (value !== null && typeof value === "object" && SIGNATURE_KEY in value) {
     const plaintext = (value as { plaintext?: unknown }).plaintext;
     return typeof plaintext === "string" ? (JSON.parse(plaintext) as unknown) : undefined;
   }

@@ -13,8 +13,21 @@ import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
-import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
-import { scrubSecrets, secretValuesOf } from "./stack-config";
+import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
+import {
+  assertWithinBatch,
+  ChangeTracker,
+  declareGroup,
+  type GroupChange,
+  type GroupResult,
+  type Operation,
+  type RunOptions,
+  selectStack,
+  StackNotFoundError,
+  withLockWait,
+} from "./provision";
+import { secretValuesOf } from "./stack-config";
+import { Redactor } from "../client/redact";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
 
@@ -107,23 +120,36 @@ function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: Grou
 }
 
 interface RunOutcome {
-  readonly changes: ReadonlyMap<string, GroupResult["change"]>;
-  readonly diagnostics: ReadonlyMap<string, string>;
-  /** The run's own error when it failed some groups (others may not have run at all). */
-  readonly error?: unknown;
+  readonly tracker: ChangeTracker;
+  /** Set when the run failed for a reason of its own (engine diagnostics in the tracker): its groups may each be fine alone. */
+  readonly failure?: RunFailure;
 }
 
-/** The error a group's caller gets: its own diagnostic, else why the run stopped before it. */
-function groupError(resourceName: string, spec: GroupSpec | undefined, outcome: RunOutcome): Error {
-  const diagnostic = outcome.diagnostics.get(resourceName);
-  if (diagnostic === undefined) {
-    return new FleetGroupError(resourceName, "the run stopped before this group was done (another group of its batch failed); nothing is lost: ask again", {
-      cause: outcome.error,
-    });
-  }
+/** The error of a group the engine failed by a diagnostic of its own (or a failed step it said nothing of). */
+function groupError(resourceName: string, spec: GroupSpec | undefined, diagnostic: string | undefined, cause: unknown): Error {
+  if (diagnostic === undefined) return new FleetGroupError(resourceName, "the engine reported this group's step failed, and said nothing more", { cause });
   const exists = /already exists in the (Customer|Testing|API key's) environment/.exec(diagnostic);
   if (exists && spec) return new UserGroupExistsError(spec.userGroupId, exists[1] === "API key's" ? undefined : (exists[1] as Environment));
-  return new FleetGroupError(resourceName, diagnostic, { cause: outcome.error });
+  return new FleetGroupError(resourceName, diagnostic, { cause });
+}
+
+/** The error of a group no run settled: it failed alone, or isolating its batch's failure took too many runs. */
+function unsettledError(resourceName: string, failure: RunFailure | undefined, alone: boolean): Error {
+  if (failure === undefined) return new FleetGroupError(resourceName, "the engine's run succeeded but reported nothing of this group; ask again");
+  // First lines only: a program's failure carries its stack trace.
+  const said = failure.lines.length > 0 ? `: ${failure.lines.map((line) => line.split("\n")[0]).join("; ")}` : "";
+  return new FleetGroupError(
+    resourceName,
+    alone
+      ? `the engine's run failed with this group alone, for a reason it charged to no group${said}`
+      : `the engine's runs kept failing for a reason charged to no group, and the fleet gave up isolating it${said}; nothing is lost: ask again`,
+    { cause: failure.error },
+  );
+}
+
+/** The most telling change a group saw over the runs of its batch (a create stays a create when a later run finds it "same"). */
+function mergeChanges(into: Map<string, GroupChange>, changes: ReadonlyMap<string, GroupChange>): void {
+  for (const [name, change] of changes) if ((into.get(name) ?? "same") === "same") into.set(name, change);
 }
 
 export class UserGroupFleet {
@@ -215,8 +241,7 @@ export class UserGroupFleet {
           else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
         } catch (error) {
           // Whatever failed the whole batch fails each of its callers that is still waiting.
-          const scrubbed = scrubSecrets(error, secretValuesOf(this.options));
-          for (const request of batch) request.waiter.reject(scrubbed);
+          for (const request of batch) this.reject(request, error, batch);
         }
       }
     } finally {
@@ -246,29 +271,40 @@ export class UserGroupFleet {
     }
     if (toRun.size === 0) return;
 
-    const outputs = new Map<string, GroupOutputs>();
-    const outcome = await this.runEngine(toRun, async (tracker) => {
-      outputs.clear();
-      await stack.up({
-        program: async () => {
-          for (const [resourceName, spec] of toRun) {
-            const group = declareGroup(spec);
-            pulumi.all([group.name, group.token, group.teamId, group.apiEnvironmentTag]).apply(([name, token, teamId, apiEnvironmentTag]) => {
-              outputs.set(resourceName, { name, token, teamId, ...(apiEnvironmentTag !== undefined ? { apiEnvironmentTag } : {}) });
-            });
-          }
-          return { [FLEET_MARKER_OUTPUT]: true };
-        },
-        ...this.targetedRun(toRun, tracker),
-      });
-    });
-    for (const request of batch) {
-      if (!toRun.has(request.resourceName)) continue;
-      const got = outputs.get(request.resourceName);
-      const change = outcome.changes.get(request.resourceName) ?? "same";
-      if (got && change !== "failed") request.waiter.resolve(resultOf(request.spec, change, got));
-      else request.waiter.reject(groupError(request.resourceName, request.spec, outcome));
-    }
+    const changes = new Map<string, GroupChange>();
+    await settleEach(
+      [...toRun.keys()],
+      async (names): Promise<RunAttempt<GroupResult>> => {
+        const specs = new Map(names.map((name) => [name, toRun.get(name)!]));
+        const outputs = new Map<string, GroupOutputs>();
+        const outcome = await this.runEngine("up", specs, async (tracker) => {
+          outputs.clear();
+          await stack.up({
+            program: async () => {
+              for (const [resourceName, spec] of specs) {
+                const group = declareGroup(spec);
+                pulumi.all([group.name, group.token, group.teamId, group.apiEnvironmentTag]).apply(([name, token, teamId, apiEnvironmentTag]) => {
+                  outputs.set(resourceName, { name, token, teamId, ...(apiEnvironmentTag !== undefined ? { apiEnvironmentTag } : {}) });
+                });
+              }
+              return { [FLEET_MARKER_OUTPUT]: true };
+            },
+            ...this.targetedRun(specs, tracker),
+          });
+        });
+        mergeChanges(changes, outcome.tracker.changes);
+        const settled = new Map<string, GroupOutcome<GroupResult>>();
+        for (const [name, spec] of specs) {
+          const got = outputs.get(name);
+          const change = outcome.tracker.changes.get(name);
+          const diagnostic = outcome.tracker.diagnostics.get(name);
+          if (got && change !== "failed") settled.set(name, { ok: true, value: resultOf(spec, changes.get(name) ?? "same", got) });
+          else if (change === "failed" || diagnostic !== undefined) settled.set(name, { ok: false, error: groupError(name, spec, diagnostic, outcome.failure?.error) });
+        }
+        return { settled, ...(outcome.failure ? { failure: outcome.failure } : {}) };
+      },
+      { unsettledError, onSettled: (name, outcome) => this.settleRequests(batch, name, outcome) },
+    );
   }
 
   private async runRemoves(batch: Extract<Request, { kind: "remove" }>[]): Promise<void> {
@@ -281,50 +317,92 @@ export class UserGroupFleet {
       else toRemove.set(request.resourceName, spec);
     }
     if (toRemove.size === 0) return;
-    const outcome = await this.runEngine(toRemove, (tracker) =>
-      stack.destroy(this.targetedRun(toRemove, tracker)),
+    await settleEach(
+      [...toRemove.keys()],
+      async (names): Promise<RunAttempt<GroupResult>> => {
+        const specs = new Map(names.map((name) => [name, toRemove.get(name)!]));
+        const outcome = await this.runEngine("destroy", specs, (tracker) => stack.destroy(this.targetedRun(specs, tracker)));
+        const settled = new Map<string, GroupOutcome<GroupResult>>();
+        for (const [name, spec] of specs) {
+          const change = outcome.tracker.changes.get(name);
+          const diagnostic = outcome.tracker.diagnostics.get(name);
+          if (change === "delete") settled.set(name, { ok: true, value: resultOf(spec, "delete") });
+          else if (change === "failed" || diagnostic !== undefined) settled.set(name, { ok: false, error: groupError(name, undefined, diagnostic, outcome.failure?.error) });
+        }
+        return { settled, ...(outcome.failure ? { failure: outcome.failure } : {}) };
+      },
+      { unsettledError, onSettled: (name, outcome) => this.settleRequests(batch, name, outcome) },
     );
+  }
+
+  /** Settles the batch's requests for this group (one, or several asking the same). */
+  private settleRequests(batch: readonly Request[], resourceName: string, outcome: GroupOutcome<GroupResult>): void {
     for (const request of batch) {
-      if (!toRemove.has(request.resourceName)) continue;
-      const change = outcome.changes.get(request.resourceName);
-      if (change === "delete") request.waiter.resolve(resultOf(toRemove.get(request.resourceName)!, "delete"));
-      else request.waiter.reject(groupError(request.resourceName, undefined, outcome));
+      if (request.resourceName !== resourceName) continue;
+      if (outcome.ok) request.waiter.resolve(outcome.value);
+      else this.reject(request, outcome.error, batch);
     }
   }
 
-  /** The options of an up or destroy of exactly these groups, each group's failure its own. */
+  /**
+   * Rejects one caller with its own copy of the error, causes and captured
+   * output included: no secret, and no other group of its batch (a service
+   * may show the message to its customer).
+   */
+  private reject(request: Request, error: unknown, batch: readonly Request[]): void {
+    const others = batch
+      .filter((other) => other.resourceName !== request.resourceName)
+      .map((other) => ({
+        userGroupId: other.kind === "ensure" ? other.spec.userGroupId : other.userGroupId,
+        resourceName: other.resourceName,
+        urn: urnOfGroup(this.options.stack, other.resourceName),
+      }));
+    const redactor = new Redactor();
+    for (const secret of secretValuesOf(this.options)) redactor.add(secret);
+    const withoutOthers = othersScrubber(others);
+    request.waiter.reject(scrubbedCopy(error, (text) => withoutOthers(redactor.text(text))));
+  }
+
+  /** The options of an up or destroy of exactly these groups, each group's failure its own; a step outside them stops the run. */
   private targetedRun(groups: ReadonlyMap<string, GroupSpec>, tracker: ChangeTracker) {
     return {
       target: [...groups.keys()].map((name) => urnOfGroup(this.options.stack, name)),
       continueOnError: true,
       onEvent: tracker.handle,
+      signal: tracker.signal,
       ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
       ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
     };
   }
 
   /**
-   * One engine run of the batch's groups, waiting for the stack's lock. A run that
-   * failed only some groups (continueOnError) returns; their callers get their own
-   * errors from the tracker. A failure that names none of the groups fails them all.
+   * One engine run of the batch's groups, waiting for the stack's lock. A run
+   * that failed returns its tracker (each group's own failures are in it) and,
+   * when the engine said anything, the failure for isolation (fleet-isolation.ts).
+   * Our own errors (a lock never freed, a run outside its batch) and a failure
+   * before the engine said anything fail the whole batch.
    */
   private async runEngine(
+    operation: Operation,
     groups: ReadonlyMap<string, GroupSpec>,
     run: (tracker: ChangeTracker) => Promise<unknown>,
   ): Promise<RunOutcome> {
-    let tracker = new ChangeTracker(this.options.onEvent);
+    const batch = new Set(groups.keys());
+    let tracker = new ChangeTracker(this.options.onEvent, { batch });
     this.engineRuns += 1;
     try {
       await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, () => {
-        tracker = new ChangeTracker(this.options.onEvent);
+        tracker = new ChangeTracker(this.options.onEvent, { batch });
         return run(tracker);
       });
     } catch (error) {
-      const failedGroups = [...groups.keys()].filter((name) => tracker.changes.get(name) === "failed");
-      if (failedGroups.length === 0) throw error;
-      return { changes: tracker.changes, diagnostics: tracker.diagnostics, error };
+      assertWithinBatch(tracker, operation, this.options.stack);
+      const engineSpoke = tracker.changes.size > 0 || tracker.diagnostics.size > 0 || tracker.runDiagnostics.length > 0;
+      if (error instanceof UserGroupsError || !engineSpoke) throw error;
+      return { tracker, failure: { error, lines: [...tracker.runDiagnostics] } };
     }
-    return { changes: tracker.changes, diagnostics: tracker.diagnostics };
+    assertWithinBatch(tracker, operation, this.options.stack);
+    return { tracker };
   }
 }
 

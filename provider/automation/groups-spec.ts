@@ -1,10 +1,13 @@
 // The list of groups a caller (or a groups file) declares, validated before
 // Pulumi runs: each entry with the resource's own rules, plus no userGroupId
 // twice under one profile (profiles stand for environments; two profiles may
-// still share one environment, which only the service can tell).
+// still share one environment, which only the service can tell). A spec is
+// plain data, so any value Pulumi reserves is refused, the unknown marker
+// included (reserved-values.ts).
 import { z } from "zod";
 import { userGroupInputsSchema } from "../logic/inputs";
-import { formatIssues, WORDED_ISSUES } from "../wire/issues";
+import { reservedValueProblems } from "../logic/reserved-values";
+import { formatIssues, quoteForMessage, WORDED_ISSUES } from "../wire/issues";
 import { MAX_BODY_BYTES } from "../wire/schemas";
 import { UserGroupsError } from "../wire/errors";
 import { NO_PROFILE, resourceNameOf } from "./resource-name";
@@ -34,7 +37,7 @@ export class GroupsValidationError extends UserGroupsError {
     super(
       "invalid_groups",
       `${source ? `${source}: ` : ""}${problems.length === 1 ? "1 problem" : `${problems.length} problems`} in the groups, nothing was changed:\n` +
-        problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId "${p.userGroupId}")` : ""}: ${p.problem}`).join("\n"),
+        problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId ${quoteForMessage(p.userGroupId)})` : ""}: ${p.problem}`).join("\n"),
     );
     this.name = "GroupsValidationError";
   }
@@ -54,6 +57,14 @@ export function validateGroups(entries: readonly unknown[], source?: string): Gr
     if (propertiesBytes > MAX_PROPERTIES_BYTES) {
       problems.push({ entry: index, userGroupId, problem: `properties: ${propertiesBytes} bytes serialized, over the limit of ${MAX_PROPERTIES_BYTES} (1 MiB)` });
       return;
+    }
+    // Before the schema too: it would drop a "__proto__" key silently, and a value nested thousands deep overflows its recursion.
+    if (entry !== null && typeof entry === "object" && !Array.isArray(entry)) {
+      const reserved = reservedValueProblems(entry as Record<string, unknown>, { unknownValues: "refuse" });
+      if (reserved.length > 0) {
+        for (const { message } of reserved) problems.push({ entry: index, userGroupId, problem: message });
+        return;
+      }
     }
     const parsed = groupSpecSchema.safeParse(entry, WORDED_ISSUES);
     if (!parsed.success) {

@@ -5,6 +5,7 @@ export {
   type GroupEvent,
   type GroupResult,
   type Operation,
+  OutsideBatchError,
   previewUserGroups,
   type ProvisionOptions,
   provisionUserGroups,

@@ -152,6 +152,16 @@ function diagnosticText(message: string): string {
 /** The engine's closing lines ("update failed") and the program's echo of a group's failure add nothing. */
 const GENERIC_FAILURE = /^(update|preview|refresh|destroy) failed$|failed to register$/;
 
+export interface ChangeTrackerOptions {
+  /**
+   * A targeted run's groups, by resource name. A step on any other group
+   * (anything but "same") is recorded in `outsideBatch` and stops the run
+   * through `signal`: defence in depth, should a target ever match more than
+   * the names it was built from.
+   */
+  readonly batch?: ReadonlySet<string>;
+}
+
 /** Follows the engine's events and keeps, per group, the most telling change, and what the engine said of it. */
 export class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
@@ -160,7 +170,21 @@ export class ChangeTracker {
   readonly diagnostics = new Map<string, string>();
   /** Error diagnostics of the run itself (no group named), generic closing lines left out. */
   readonly runDiagnostics: string[] = [];
-  constructor(private readonly onEvent?: (event: GroupEvent) => void) {}
+  /** URNs of groups outside the batch that the run touched (see ChangeTrackerOptions.batch). */
+  readonly outsideBatch: string[] = [];
+  private readonly stop = new AbortController();
+  private readonly batch: ReadonlySet<string> | undefined;
+  constructor(
+    private readonly onEvent?: (event: GroupEvent) => void,
+    options: ChangeTrackerOptions = {},
+  ) {
+    this.batch = options.batch;
+  }
+
+  /** Aborted once the run touched a group outside its batch: pass it as the run's `signal`. */
+  get signal(): AbortSignal {
+    return this.stop.signal;
+  }
 
   handle = (event: EngineEvent): void => {
     const diagnostic = event.diagnosticEvent;
@@ -171,6 +195,10 @@ export class ChangeTracker {
     const meta = pre ?? done ?? failed;
     if (!meta || !meta.type.endsWith(GROUP_TYPE_SUFFIX)) return;
     const resourceName = nameOfUrn(meta.urn);
+    if (this.batch !== undefined && !this.batch.has(resourceName) && meta.op !== "same") {
+      if (!this.outsideBatch.includes(meta.urn)) this.outsideBatch.push(meta.urn);
+      this.stop.abort();
+    }
     let change = changeOf(meta.op);
     // A refresh reports "refresh"; what changed shows in the diff it carries.
     if (meta.op === "refresh") change = (meta.diffs?.length ?? 0) > 0 ? "update" : "same";
@@ -204,6 +232,31 @@ export class ChangeTracker {
   failureLines(): string[] {
     return [...[...this.diagnostics].map(([name, text]) => `${name}: ${text}`), ...this.runDiagnostics];
   }
+}
+
+/**
+ * A targeted run that touched groups outside its batch (ChangeTrackerOptions.batch).
+ * It was stopped at the first such step; the URNs are in `urns`, not in the
+ * message, which a service may pass on to its own callers.
+ */
+export class OutsideBatchError extends UserGroupsError {
+  constructor(
+    readonly operation: Operation,
+    readonly stackName: string,
+    readonly urns: readonly string[],
+  ) {
+    super(
+      "run_outside_batch",
+      `A targeted ${operation} of stack "${stackName}" touched ${urns.length === 1 ? "a group" : `${urns.length} groups`} outside its batch, so it was stopped. ` +
+        "This is a bug (of pulumi-user-groups or Pulumi's targeting): check the stack's groups (UserGroupFleet.list) and report it.",
+    );
+    this.name = "OutsideBatchError";
+  }
+}
+
+/** Throws OutsideBatchError when the tracked run touched a group outside its batch. */
+export function assertWithinBatch(tracker: ChangeTracker, operation: Operation, stackName: string): void {
+  if (tracker.outsideBatch.length > 0) throw new OutsideBatchError(operation, stackName, [...tracker.outsideBatch]);
 }
 
 /**

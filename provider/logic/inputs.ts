@@ -2,10 +2,10 @@
 // writes them), validated by `check` before any request is sent (R1).
 import { z } from "zod";
 import { environmentSchema, jsonObjectSchema, mappingSchema, nameSchema, teamIdSchema, tokenSchema, userGroupIdSchema } from "../wire/schemas";
-import { formatIssue, issuePath, PROTO_KEY_REFUSED, WORDED_ISSUES } from "../wire/issues";
+import { formatIssue, issuePath, WORDED_ISSUES } from "../wire/issues";
+import { reservedValueProblems, UNKNOWN_VALUE } from "./reserved-values";
 
-/** Pulumi's marker for a value not known until apply (preview of a computed input). */
-export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+export { UNKNOWN_VALUE } from "./reserved-values";
 
 /** Profile names become parts of env var names (USER_GROUPS_API_KEY_<P>), so they stay simple. */
 export const profileSchema = z
@@ -69,21 +69,6 @@ function containsUnknown(value: unknown): boolean {
   return false;
 }
 
-/**
- * Paths of "__proto__" keys: an object cannot keep one as a plain key (assigning
- * it sets the prototype instead), so it would vanish silently. Refused instead.
- */
-function protoKeyPaths(value: unknown, path: string): string[] {
-  if (value === null || typeof value !== "object") return [];
-  const found: string[] = [];
-  for (const key of Object.keys(value)) {
-    const child = `${path}.${key}`;
-    if (key === "__proto__") found.push(child);
-    found.push(...protoKeyPaths((value as Record<string, unknown>)[key], child));
-  }
-  return found;
-}
-
 /** Properties are JSON: what JSON cannot say (-0, undefined members) is normalised away, as the service would. */
 function asJson<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
@@ -120,19 +105,22 @@ function schemaFor(nameUnknown: boolean, idUnknown: boolean): z.ZodType {
 
 /**
  * Validates every input; each failure names the property and the rule it broke.
- * Values still unknown during a preview are passed through unchecked.
+ * Values still unknown during a preview are passed through unchecked. Values
+ * Pulumi reserves are refused (reserved-values.ts): an asset, archive or other
+ * signature-keyed object in mapping or properties, `__proto__` keys. A string
+ * equal to the unknown marker is what a computed input looks like here, so it
+ * passes as unknown; plain data never carries one that far, because specs are
+ * refused with it before any run (groups-spec.ts).
  */
 export function checkInputs(raw: Record<string, unknown>): CheckResult {
   const picked = pickInputs(raw);
+  const reserved = reservedValueProblems(picked, { unknownValues: "pass" });
+  if (reserved.length > 0) return { ok: false, failures: reserved.map((problem) => ({ property: problem.path, reason: problem.message })) };
   const known: Record<string, unknown> = {};
   const unknown: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(picked)) (containsUnknown(value) ? unknown : known)[key] = value;
 
   const schema = schemaFor(unknown.name !== undefined, unknown.userGroupId !== undefined);
-  const protoKeys = [...protoKeyPaths(known.mapping, "mapping"), ...protoKeyPaths(known.properties, "properties")];
-  if (protoKeys.length > 0) {
-    return { ok: false, failures: protoKeys.map((property) => ({ property, reason: `${property} ${PROTO_KEY_REFUSED}` })) };
-  }
   const parsed = schema.safeParse(known, WORDED_ISSUES);
   if (!parsed.success) {
     return {

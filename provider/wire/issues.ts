@@ -88,6 +88,22 @@ export function issueMessage(issue: z.core.$ZodRawIssue): string {
 /** Why a "__proto__" key is refused (checked before a schema walks the value). */
 export const PROTO_KEY_REFUSED = 'is not allowed (a "__proto__" key would set the prototype, not a key)';
 
+/** Code units of outside text a message quotes at most. */
+const MAX_QUOTED_UNITS = 80;
+
+/**
+ * Outside text (a key, an id) as a message may quote it: in double quotes, cut
+ * at 80 code units, every character outside printable ASCII written as \uXXXX,
+ * so that no control, bidi or escape sequence reaches a terminal or a log.
+ */
+export function quoteForMessage(text: string): string {
+  const cut = text.length > MAX_QUOTED_UNITS ? text.slice(0, MAX_QUOTED_UNITS) : text;
+  const escaped = cut.replace(/[^\x20-\x7e]|["\\]/g, (char) =>
+    char === '"' || char === "\\" ? `\\${char}` : `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  return `"${escaped}"${cut.length < text.length ? "..." : ""}`;
+}
+
 /** Parse options that word every issue with {@link issueMessage}. */
 export const WORDED_ISSUES = { error: issueMessage } as const satisfies z.core.ParseContext<z.core.$ZodIssue>;
 

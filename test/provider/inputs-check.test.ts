@@ -2,6 +2,7 @@
 // property and the rule it broke.
 import { describe, expect, it } from "vitest";
 import { checkInputs, UNKNOWN_VALUE } from "../../provider/logic/inputs";
+import { SIGNATURE_KEY } from "../../provider/logic/reserved-values";
 import { PROTO_KEY_REFUSED } from "../../provider/wire/issues";
 
 function failuresOf(raw: Record<string, unknown>) {
@@ -93,6 +94,31 @@ describe("checkInputs and JSON", () => {
       { property: "mapping.__proto__", reason: `mapping.__proto__ ${PROTO_KEY_REFUSED}` },
       { property: "properties.a.__proto__", reason: `properties.a.__proto__ ${PROTO_KEY_REFUSED}` },
     ]);
+  });
+
+  it("refuses an asset or archive as the engine hands one to check (properties at any depth, mapping)", () => {
+    // What the dynamic provider receives for `new pulumi.asset.RemoteAsset(uri)` in properties: the engine has already read it.
+    const asset = () => ({ [SIGNATURE_KEY]: "c44067f5952c0a294b673a41bacd8c17", hash: "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", uri: "http://127.0.0.1:9/" });
+    const failures = failuresOf({ name: "A", userGroupId: "a", mapping: { sales: asset() }, properties: { list: [1, { file: asset() }] } });
+    expect(failures.map((f) => f.property)).toEqual([`mapping.sales["${SIGNATURE_KEY}"]`, `properties.list[1].file["${SIGNATURE_KEY}"]`]);
+    expect(failures[1]!.reason).toBe(
+      `properties.list[1].file holds the key "${SIGNATURE_KEY}", which Pulumi reserves: it would read this object as an asset, archive, secret or resource reference, not as data`,
+    );
+  });
+
+  it("refuses the unknown marker as a key (a key is never computed), but passes it as a value still unknown", () => {
+    const failures = failuresOf({ name: "A", userGroupId: "a", mapping: { [UNKNOWN_VALUE]: "x" }, properties: { a: { [UNKNOWN_VALUE]: 1 } } });
+    expect(failures.map((f) => f.property)).toEqual([`mapping["${UNKNOWN_VALUE}"]`, `properties.a["${UNKNOWN_VALUE}"]`]);
+    expect(failures[0]!.reason).toMatch(/unknown-value marker, which Pulumi reserves/);
+    expect(checkInputs({ name: "A", userGroupId: "a", properties: { deep: [{ x: UNKNOWN_VALUE }] } }).ok).toBe(true);
+  });
+
+  it("refuses properties nested 100000 deep with a message, not a stack overflow", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = { a: deep };
+    const failures = failuresOf({ name: "A", userGroupId: "a", properties: deep as Record<string, unknown> });
+    expect(failures).toHaveLength(1);
+    expect(failures[0]!.reason).toMatch(/^properties(\.a){256} is nested deeper than 256 levels$/);
   });
 
   it("normalises -0 in properties to 0, as JSON on the wire does (no diff after a refresh)", () => {

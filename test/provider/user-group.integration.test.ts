@@ -1,6 +1,7 @@
 // The UserGroup resource end to end: a real Pulumi engine through the
 // Automation API, against the fake server, with a file backend. One stack walks
 // through the life of its groups; each step checks what a user would see.
+import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
@@ -191,6 +192,15 @@ describe("UserGroup through the Automation API", () => {
     expect(String(error?.message)).toMatch(/mapping\.sales must be a string/);
     expect(server.journal().length).toBe(requestsBefore);
     delete declared.broken;
+  });
+
+  it("refuses an asset in properties at check: it is no data (the engine has read it by then)", async () => {
+    const requestsBefore = server.journal().length;
+    declared.asset = { name: "Asset", userGroupId: "asset", properties: { file: new pulumi.asset.StringAsset("not data") as never } };
+    const error = await stack.up(run).then(() => undefined, (e: unknown) => e as Error);
+    expect(String(error?.message)).toMatch(/properties\.file holds the key \\?"4dabf18193072939515e22adb298388d\\?", which Pulumi reserves: it would read this object as an asset/);
+    expect(server.journal().length).toBe(requestsBefore);
+    delete declared.asset;
   });
 
   it("keeps tokens and API keys out of the state and the output, and the provider holds no credential", async () => {

@@ -1,0 +1,109 @@
+// Values Pulumi itself reserves cannot travel as plain data through a program's
+// inputs (CONTRACT F6). The engine reads an object holding the signature key as
+// an asset, archive, secret or resource reference (an asset's `uri` made the
+// engine fetch a URL of the caller's choosing), and a string equal to the
+// unknown marker as a value not known yet (dropped on `up`). A `__proto__` key
+// would set an object's prototype instead of a key, and a lone surrogate is not
+// Unicode text: Pulumi stores U+FFFD in its place, so the state would name
+// another group. All are found here, before any schema walks the value (this
+// walk uses an explicit stack and a depth bound: a deep value cannot overflow
+// it, nor a recursive schema after it).
+import { PROTO_KEY_REFUSED, quoteForMessage } from "../wire/issues";
+
+/** The key of Pulumi's serialized special objects (asset, archive, secret, resource reference). */
+export const SIGNATURE_KEY = "4dabf18193072939515e22adb298388d";
+
+/** Pulumi's marker for a value not known until apply (preview of a computed input). */
+export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
+/** Deepest nesting accepted below an input (`properties: {}` is 1): far above any real use, far below what a recursive parser survives (~3000). */
+export const MAX_INPUT_DEPTH = 256;
+
+/** Problems reported per value at most: the first ones say enough. */
+const MAX_PROBLEMS = 20;
+
+/** A lone UTF-16 surrogate: not Unicode text, and not representable in UTF-8. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Keys written after a dot in a path; any other key is quoted in brackets. */
+const PLAIN_KEY = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;
+
+export interface ReservedValueProblem {
+  /** Where the value is, e.g. `properties.a.b[2]` or `mapping["sales team"]`. */
+  readonly path: string;
+  /** The whole sentence: the path, then why it is refused. */
+  readonly message: string;
+}
+
+export interface ReservedValueOptions {
+  /**
+   * "pass": a string equal to the unknown marker is a value still unknown
+   * (the provider's check during a preview of a computed input). "refuse":
+   * plain data, where no computed input can exist (a spec from a caller or a
+   * groups file).
+   */
+  readonly unknownValues: "pass" | "refuse";
+}
+
+function childPath(path: string, key: string): string {
+  return PLAIN_KEY.test(key) ? `${path}.${key}` : `${path}[${quoteForMessage(key)}]`;
+}
+
+function stringProblem(value: string, path: string, options: ReservedValueOptions): string | undefined {
+  if (value === UNKNOWN_VALUE && options.unknownValues === "refuse") {
+    return `${path} is Pulumi's unknown-value marker "${UNKNOWN_VALUE}": Pulumi would read it as a value not known yet, not as data`;
+  }
+  if (LONE_SURROGATE.test(value)) return `${path} is not Unicode text (it holds a lone surrogate): Pulumi would store U+FFFD in its place`;
+  return undefined;
+}
+
+function keyProblem(key: string, objectPath: string): string | undefined {
+  if (key === "__proto__") return `${objectPath}.__proto__ ${PROTO_KEY_REFUSED}`;
+  if (key === SIGNATURE_KEY) {
+    return `${objectPath} holds the key "${SIGNATURE_KEY}", which Pulumi reserves: it would read this object as an asset, archive, secret or resource reference, not as data`;
+  }
+  if (key === UNKNOWN_VALUE) return `${objectPath} holds the key "${UNKNOWN_VALUE}", Pulumi's unknown-value marker, which Pulumi reserves`;
+  if (LONE_SURROGATE.test(key)) return `${childPath(objectPath, key)} is a key that is not Unicode text (it holds a lone surrogate): Pulumi would store U+FFFD in its place`;
+  return undefined;
+}
+
+/**
+ * Every reserved value in `inputs` (each field walked to any depth, arrays
+ * included), in document order, at most 20. An object met twice (shared, or a
+ * cycle) is walked once.
+ */
+export function reservedValueProblems(inputs: Readonly<Record<string, unknown>>, options: ReservedValueOptions): ReservedValueProblem[] {
+  const problems: ReservedValueProblem[] = [];
+  const seen = new Set<object>();
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [];
+  for (const field of Object.keys(inputs).reverse()) stack.push({ value: inputs[field], path: field, depth: 0 });
+  while (stack.length > 0 && problems.length < MAX_PROBLEMS) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === "string") {
+      const message = stringProblem(value, path, options);
+      if (message !== undefined) problems.push({ path, message });
+      continue;
+    }
+    if (value === null || typeof value !== "object" || seen.has(value)) continue;
+    seen.add(value);
+    if (depth >= MAX_INPUT_DEPTH) {
+      problems.push({ path, message: `${path} is nested deeper than ${MAX_INPUT_DEPTH} levels` });
+      continue;
+    }
+    const children: Array<{ value: unknown; path: string; depth: number }> = [];
+    if (Array.isArray(value)) {
+      value.forEach((item, index) => children.push({ value: item, path: `${path}[${index}]`, depth: depth + 1 }));
+    } else {
+      for (const key of Object.keys(value)) {
+        const message = keyProblem(key, path);
+        if (message !== undefined) {
+          problems.push({ path: childPath(path, key), message });
+          continue;
+        }
+        children.push({ value: (value as Record<string, unknown>)[key], path: childPath(path, key), depth: depth + 1 });
+      }
+    }
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
+  }
+  return problems;
+}
