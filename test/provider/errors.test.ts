@@ -36,6 +36,7 @@ const instances: Record<string, Error> = {
   StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
   RunFailedError: new automation.RunFailedError("up", "dev", ["default.acme: already exists"], { cause }),
   ResourceNameError: new automation.ResourceNameError("nodot"),
+  OutsideBatchError: new automation.OutsideBatchError("up", "dev", ["urn:pulumi:dev::user-groups::t::default.x"]),
   UsageError: new UsageError("--file is required", { cause }),
   DeadLockHolderError: new DeadLockHolderError("dead"),
   InvalidTuningError: new InvalidTuningError("USER_GROUPS_MAX_ATTEMPTS", "x"),
