@@ -13,8 +13,7 @@ import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
-import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
-import { scrubSecrets, secretValuesOf } from "./stack-config";
+import { ChangeTracker, declareGroup, type GroupResult, runError, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
 
@@ -214,9 +213,9 @@ export class UserGroupFleet {
           if (batch[0]!.kind === "ensure") await this.runEnsures(batch as Extract<Request, { kind: "ensure" }>[]);
           else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
         } catch (error) {
-          // Whatever failed the whole batch fails each of its callers that is still waiting.
-          const scrubbed = scrubSecrets(error, secretValuesOf(this.options));
-          for (const request of batch) request.waiter.reject(scrubbed);
+          // Whatever failed the whole batch fails each of its callers that is still waiting (scrubbed, in our vocabulary).
+          const failure = runError(error, this.options);
+          for (const request of batch) request.waiter.reject(failure);
         }
       }
     } finally {
@@ -378,13 +377,12 @@ export class FleetStackError extends UserGroupsError {
 
 /** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
-  let stack: Stack;
   try {
-    ({ stack } = await selectStack(options, async () => ({}), { mustExist: true }));
+    const { stack } = await selectStack(options, async () => ({}), { mustExist: true });
+    const outputs = await stack.outputs();
+    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
   } catch (error) {
     if (error instanceof StackNotFoundError) return false;
-    throw error;
+    throw runError(error, options);
   }
-  const outputs = await stack.outputs();
-  return outputs[FLEET_MARKER_OUTPUT]?.value === true;
 }

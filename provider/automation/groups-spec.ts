@@ -34,7 +34,7 @@ export class GroupsValidationError extends UserGroupsError {
     super(
       "invalid_groups",
       `${source ? `${source}: ` : ""}${problems.length === 1 ? "1 problem" : `${problems.length} problems`} in the groups, nothing was changed:\n` +
-        problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId "${p.userGroupId}")` : ""}: ${p.problem}`).join("\n"),
+        problems.map((p) => `  - groups[${p.entry}]${p.userGroupId !== undefined ? ` (userGroupId ${JSON.stringify(p.userGroupId)})` : ""}: ${p.problem}`).join("\n"),
     );
     this.name = "GroupsValidationError";
   }
