@@ -8,7 +8,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { freePort } from "../support/free-port";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
@@ -98,6 +98,52 @@ describe("the CLI at the engine's edge", () => {
     const message = jsonFailure(run, "missing_credentials");
     expect(message).toBe('up of stack "nokey" failed: No API key for the default profile: set USER_GROUPS_API_KEY in the environment of user-groups.');
     expect(server.groups()).toEqual([]);
+  });
+});
+
+describe("outside text reaches the terminal escaped (issue #23 item 5)", () => {
+  const UNSAFE = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+  const ATTACK = 'groups:\n  - { name: "x\\e[8m hidden", userGroupId: "x\\e[8m" }\n  - { name: "@org/team https://evil.example [a](http://x)", userGroupId: "rtl\\u202eevil" }\n';
+
+  it("the up confirmation: the table before the prompt and the prompt itself carry no escape of an id's", async () => {
+    const file = path.join(env.workDir, "attack.yaml");
+    writeFileSync(file, ATTACK);
+    const cliModule = createRequire(path.join(REPO_ROOT, "package.json"))(path.join(REPO_ROOT, "dist/provider/cli/user-groups.js")) as typeof import("../../provider/cli/user-groups");
+    // main drives the engine with this process's environment, as the command does with its own.
+    for (const [name, value] of Object.entries({ ...env.envVars, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE })) vi.stubEnv(name, value);
+    let screen = "";
+    let asked = "";
+    const code = await cliModule
+      .main(["up", "--file", file, "--stack", "attack"], {
+        stdout: (text) => (screen += text),
+        stderr: (text) => (screen += text),
+        isTty: true,
+        progressIsTty: false,
+        env: {},
+        confirm: async (question) => {
+          asked = `${screen}${question}`;
+          return false;
+        },
+      })
+      .finally(() => vi.unstubAllEnvs());
+    expect(code, screen).toBe(0);
+    expect(asked).toMatch(/2 create[\s\S]*Apply these changes\? \[y\/N\] $/);
+    expect(screen + asked).not.toMatch(UNSAFE);
+    expect(screen).toMatch(/nothing was changed/);
+    expect(server.journal()).toEqual([]);
+  });
+
+  it("a refused groups file quotes the id escaped, on stderr and in --json", async () => {
+    const file = path.join(env.workDir, "attack-invalid.yaml");
+    writeFileSync(file, `${ATTACK}  - { name: " ", userGroupId: "fake\\n  - groups[9]: all fine\\e[2J" }\n`);
+    const run = await cli({}, "validate", "--file", file);
+    expect(run.code).toBe(2);
+    expect(run.stderr).not.toMatch(UNSAFE);
+    expect(run.stderr).toContain('(userGroupId "fake\\n  - groups[9]: all fine\\u001b[2J")');
+    expect(run.stderr.split("\n").filter((l) => l.includes("groups[9]"))).toHaveLength(1);
+    const json = await cli({}, "validate", "--file", file, "--json");
+    expect(json.stdout).not.toMatch(UNSAFE);
+    expect(JSON.parse(json.stdout).error.code).toBe("invalid_groups");
   });
 });
 
