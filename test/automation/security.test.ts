@@ -79,9 +79,11 @@ describe("1. no key on a command line, none in an error", () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(Error);
-    const text = `${(error as Error).message}\n${(error as Error).stack ?? ""}\n${JSON.stringify(error)}`;
-    expect(text).toMatch(/incorrect passphrase/);
+    expect(error).toBeInstanceOf(automation.WrongPassphraseError);
+    // Ours, and Pulumi's underneath it (the cause), both scrubbed.
+    const cause = (error as Error).cause as Error;
+    const text = [error, cause].map((e) => `${(e as Error).message}\n${(e as Error).stack ?? ""}\n${JSON.stringify(e)}`).join("\n");
+    expect(text).toMatch(/does not decrypt the secrets of stack "config"[\s\S]*incorrect passphrase/);
     expect(text).not.toContain(KEY);
     expect(text).not.toContain("wrong-passphrase");
   });
