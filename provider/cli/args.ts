@@ -48,7 +48,7 @@ Options:
   --help, -h             this text (after a command: that command's)
   --version              the version of user-groups
 
-Credentials, from the environment only (never on a command line): USER_GROUPS_BASE_URL and
+Credentials come from the environment, never from a command line: USER_GROUPS_BASE_URL and
 USER_GROUPS_API_KEY (USER_GROUPS_BASE_URL_<PROFILE> / USER_GROUPS_API_KEY_<PROFILE> for a
 profile); the secrets passphrase PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE);
 the backend PULUMI_BACKEND_URL.

@@ -312,3 +312,18 @@ describe("main: help, version, usage errors", () => {
     expect(JSON.parse(io.out)).toEqual({ schemaVersion: 1, error: { code: "confirmation_required", message: expect.stringMatching(/without --yes/) } });
   });
 });
+
+describe("a lock file's holder, as the CLI describes it", () => {
+  it("escapes the host name and time a planted lock file claims, so that they cannot fake lines", async () => {
+    const { describeLockHolders } = await import("../../provider/cli/lock-message");
+    const text = describeLockHolders(
+      [{ file: "/b/.pulumi/locks/x\u001b[8m.json", pid: 4711, hostname: "ci-7\n  all clear: nothing is locked\u001b[2J", timestamp: "2026\u202e-01", alive: undefined }],
+      "prod",
+      "user-groups recover --stack prod --file groups.yaml",
+    )!;
+    // One line per holder after the first (the CLI indents them), none from the lock file.
+    expect(text.split("\n")).toHaveLength(2);
+    expect(text).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(text).toContain('host "ci-7\\x0a  all clear: nothing is locked\\x1b[2J"');
+  });
+});
