@@ -17,6 +17,7 @@ import {
   UsageError,
 } from "../../provider/cli/user-groups";
 import type { CliIo } from "../../provider/cli/io";
+import { describeLockHolders } from "../../provider/cli/lock-message";
 
 const event = (resourceName: string, change: GroupEvent["change"], phase: GroupEvent["phase"]): GroupEvent => ({
   resourceName,
@@ -314,8 +315,7 @@ describe("main: help, version, usage errors", () => {
 });
 
 describe("a lock file's holder, as the CLI describes it", () => {
-  it("escapes the host name and time a planted lock file claims, so that they cannot fake lines", async () => {
-    const { describeLockHolders } = await import("../../provider/cli/lock-message");
+  it("escapes the host name and time a planted lock file claims, so that they cannot fake lines", () => {
     const text = describeLockHolders(
       [{ file: "/b/.pulumi/locks/x\u001b[8m.json", pid: 4711, hostname: "ci-7\n  all clear: nothing is locked\u001b[2J", timestamp: "2026\u202e-01", alive: undefined }],
       "prod",
