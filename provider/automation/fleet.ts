@@ -22,6 +22,7 @@ import {
   type GroupResult,
   type Operation,
   type RunOptions,
+  runError,
   selectStack,
   StackNotFoundError,
   withLockWait,
@@ -240,8 +241,9 @@ export class UserGroupFleet {
           if (batch[0]!.kind === "ensure") await this.runEnsures(batch as Extract<Request, { kind: "ensure" }>[]);
           else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
         } catch (error) {
-          // Whatever failed the whole batch fails each of its callers that is still waiting.
-          for (const request of batch) this.reject(request, error, batch);
+          // Whatever failed the whole batch fails each of its callers that is still waiting (in our vocabulary, scrubbed per caller).
+          const failure = runError(error, this.options);
+          for (const request of batch) this.reject(request, failure, batch);
         }
       }
     } finally {
@@ -456,13 +458,12 @@ export class FleetStackError extends UserGroupsError {
 
 /** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
-  let stack: Stack;
   try {
-    ({ stack } = await selectStack(options, async () => ({}), { mustExist: true }));
+    const { stack } = await selectStack(options, async () => ({}), { mustExist: true });
+    const outputs = await stack.outputs();
+    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
   } catch (error) {
     if (error instanceof StackNotFoundError) return false;
-    throw error;
+    throw runError(error, options);
   }
-  const outputs = await stack.outputs();
-  return outputs[FLEET_MARKER_OUTPUT]?.value === true;
 }

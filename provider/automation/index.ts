@@ -16,6 +16,15 @@ export {
   type RunSummary,
   StackNotFoundError,
 } from "./provision";
+export {
+  BackendUnreachableError,
+  EngineEdgeError,
+  type HintAudience,
+  MissingPassphraseError,
+  PulumiCliMissingError,
+  PulumiCommandError,
+  WrongPassphraseError,
+} from "./engine-errors";
 export { compareDrift, detectDrift, type DriftKind, type DriftOptions, type DriftReport, type GroupDrift } from "./drift";
 export { formatDuration, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
 export { type GroupSpec, groupSpecSchema, GroupsValidationError, type SpecProblem, validateGroups } from "./groups-spec";
@@ -33,6 +42,7 @@ export {
   UserGroupFleet,
 } from "./fleet";
 export { UserGroupExistsError } from "../logic/operations";
+export { MissingCredentialsError } from "../logic/credentials";
 export { UserGroupApiError } from "../client/errors";
 export { UserGroupsError } from "../wire/errors";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";

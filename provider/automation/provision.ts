@@ -3,12 +3,14 @@
 // program runs in this one.
 import { type EngineEvent, LocalWorkspace, type LocalWorkspaceOptions, type OutputMap, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
 import path from "node:path";
+import { ENV_HINTS, MISSING_CREDENTIALS, MissingCredentialsError } from "../logic/credentials";
 import { diffUserGroup } from "../logic/diff";
 import type { CheckedInputs } from "../logic/inputs";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { groupOfResourceName, nameOfUrn, resourceNameOf } from "./resource-name";
+import { EngineEdgeError, MissingPassphraseError, translateEngineError } from "./engine-errors";
 import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
 import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
@@ -276,6 +278,17 @@ export class RunFailedError extends UserGroupsError {
   }
 }
 
+/**
+ * The provider's refusal for want of a base URL or key, when that is all that
+ * went wrong: one MissingCredentialsError saying each distinct thing to set
+ * (the same for every group of a profile), not one line per group.
+ */
+function missingCredentials(tracker: ChangeTracker): MissingCredentialsError | undefined {
+  const texts = [...tracker.diagnostics.values(), ...tracker.runDiagnostics];
+  if (texts.length === 0 || !texts.every((text) => MISSING_CREDENTIALS.test(text))) return undefined;
+  return new MissingCredentialsError([...new Set(texts.map((text) => text.split("\n")[0]!))].join("\n"));
+}
+
 export interface PreparedRun {
   readonly stack: Stack;
   readonly backendUrl: string;
@@ -317,9 +330,8 @@ export interface OpenStackOptions {
 export async function selectStack(options: RunOptions, program: PulumiFn, open: OpenStackOptions = {}): Promise<{ stack: Stack; backendUrl: string }> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
-  if (passphrase === undefined && passphraseFile === undefined) {
-    throw new UserGroupsError("missing_passphrase", "No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
-  }
+  // An empty one is what CI gives a job whose secret is missing (a fork's pull request): it would protect nothing.
+  if (!passphrase && !passphraseFile) throw new MissingPassphraseError(passphrase === "");
   const workspace = workspaceOf(options);
   const args = { stackName: options.stack, projectName: PROJECT_NAME, program };
   const settings: LocalWorkspaceOptions = {
@@ -328,6 +340,8 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
     // What the options name explicitly (backend, passphrase) wins over the same variables in envVars.
     envVars: {
       PULUMI_SKIP_UPDATE_CHECK: "true",
+      // The provider words its advice (a missing key) for a library's caller; the CLI says "cli" in envVars.
+      [ENV_HINTS]: "automation",
       ...options.envVars,
       PULUMI_BACKEND_URL: workspace.backendUrl,
       ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
@@ -385,10 +399,16 @@ function isMissingStack(error: unknown): boolean {
   return error instanceof Error && /no stack named .* found/i.test(error.message);
 }
 
-/** What a failed run on the stack of these options throws: every secret it knows of scrubbed, Pulumi's lock (another process) as a StackLockedError. */
+/**
+ * What a failed run on the stack of these options throws: every secret it knows
+ * of scrubbed, Pulumi's lock (another process) as a StackLockedError, any other
+ * error of Pulumi's as a UserGroupsError (engine-errors.ts).
+ */
 export function runError(error: unknown, options: RunOptions): unknown {
   const scrubbed = scrubSecrets(error, secretValuesOf(options));
-  return isStackLocked(scrubbed) && !(scrubbed instanceof StackLockedError) ? new StackLockedError(options.stack, { cause: scrubbed }) : scrubbed;
+  if (isStackLocked(scrubbed)) return scrubbed instanceof StackLockedError ? scrubbed : new StackLockedError(options.stack, { cause: scrubbed });
+  // Pulumi's own errors (a missing CLI, a wrong passphrase, an unreachable backend...) in our vocabulary.
+  return translateEngineError(scrubbed, options.stack);
 }
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
@@ -473,7 +493,10 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
   } catch (error) {
     const translated = runError(error, options);
     const lines = tracker.failureLines();
-    if (translated instanceof StackLockedError || lines.length === 0) throw translated;
+    const missing = missingCredentials(tracker);
+    if (missing !== undefined) throw missing;
+    // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
+    if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) throw translated;
     throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secretValuesOf(options));
   } finally {
     prepared.release();

@@ -10,6 +10,7 @@ import path from "node:path";
 import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { Redactor } from "../client/redact";
 import { UserGroupsError } from "../wire/errors";
+import { WrongPassphraseError } from "./engine-errors";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
 const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN)$/;
@@ -85,6 +86,7 @@ export async function setStackConfig(stack: Stack, config: ConfigMap): Promise<v
     const { code, stderr } = await runWithInput(command, args, value.value, cwd, env);
     if (code !== 0) {
       const detail = scrubText(stderr.trim(), value.secret ? [value.value] : []);
+      if (/incorrect passphrase/i.test(detail)) throw new WrongPassphraseError(stack.name, { cause: new Error(detail) });
       throw new UserGroupsError("config_set_failed", `pulumi config set ${key} on stack "${stack.name}" failed (exit ${code ?? "by signal"})${detail ? `: ${detail}` : ""}`);
     }
   }

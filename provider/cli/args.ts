@@ -45,11 +45,13 @@ Options:
   --lock-timeout DUR     wait up to DUR (e.g. 90s, 10m) for a stack another run holds
                          (default: fail at once)
   --parallel N           resource operations at once (default: Pulumi's)
-  --help, -h             this text
+  --help, -h             this text (after a command: that command's)
+  --version              the version of user-groups
 
-Credentials: user-groups:baseUrl / user-groups:apiKey stack config, or USER_GROUPS_BASE_URL /
-USER_GROUPS_API_KEY (USER_GROUPS_*_<PROFILE> for profiles). Secrets passphrase:
-PULUMI_CONFIG_PASSPHRASE.
+Credentials come from the environment, never from a command line: USER_GROUPS_BASE_URL and
+USER_GROUPS_API_KEY (USER_GROUPS_BASE_URL_<PROFILE> / USER_GROUPS_API_KEY_<PROFILE> for a
+profile); the secrets passphrase PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE);
+the backend PULUMI_BACKEND_URL.
 Exit codes: 0 done, 1 failed, 2 bad usage or groups file, 3 changes with --expect-no-changes
 or drift found.`;
 
@@ -62,6 +64,12 @@ export class UsageError extends UserGroupsError {
 }
 
 export type CliOperation = Operation | "recover" | "drift" | "validate";
+
+/** `--help` (of one command, after it) or `--version`: text to print, nothing to run. */
+export interface CliInfoRequest {
+  readonly info: "help" | "version";
+  readonly operation?: CliOperation;
+}
 
 export interface CliArgs {
   readonly operation: CliOperation;
@@ -84,56 +92,117 @@ export interface CliArgs {
 
 const OPERATIONS: readonly CliOperation[] = ["preview", "up", "refresh", "destroy", "drift", "recover", "validate"];
 const NEED_FILE: readonly CliOperation[] = ["preview", "up", "recover", "validate"];
-const SUMMARIZED: readonly CliOperation[] = ["preview", "up", "drift"];
+
+/** Options that go with some commands only: refused with the others, and left out of their help. */
+const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
+  "--force": ["up", "destroy"],
+  "--expect-no-changes": ["preview", "refresh"],
+  "--refresh": ["preview", "up"],
+  "--summary-file": ["preview", "up", "drift"],
+};
+/** validate runs no engine: its help shows only these. */
+const VALIDATE_OPTIONS = ["--file", "--json", "--help", "--version"];
+
+function withList(operations: readonly CliOperation[]): string {
+  return operations.length === 1 ? operations[0]! : `${operations.slice(0, -1).join(", ")} or ${operations.at(-1)}`;
+}
+
+const PARSE_OPTIONS = {
+  file: { type: "string", short: "f" },
+  stack: { type: "string", short: "s" },
+  "backend-url": { type: "string" },
+  yes: { type: "boolean", short: "y", default: false },
+  force: { type: "boolean", default: false },
+  json: { type: "boolean", default: false },
+  "show-secrets": { type: "boolean", default: false },
+  "expect-no-changes": { type: "boolean", default: false },
+  refresh: { type: "boolean", default: false },
+  "summary-file": { type: "string" },
+  "lock-timeout": { type: "string" },
+  parallel: { type: "string" },
+  help: { type: "boolean", short: "h", default: false },
+  version: { type: "boolean", default: false },
+} as const;
+
+/** Edit distance counting a swap of two neighbours as one edit (optimal string alignment), for "did you mean". */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const row = d[i]!;
+      row[j] = Math.min(d[i - 1]![j]! + 1, row[j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The closest of the candidates (a typo or a prefix), or undefined when none is close. */
+export function didYouMean(word: string, candidates: readonly string[]): string | undefined {
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = candidate.startsWith(word) && word.length >= 2 ? 0.5 : editDistance(word, candidate);
+    if (distance <= Math.max(1, Math.floor(candidate.length / 3)) && (best === undefined || distance < best.distance)) best = { candidate, distance };
+  }
+  return best?.candidate;
+}
+
+const suggestion = (word: string, candidates: readonly string[]) => {
+  const close = didYouMean(word, candidates);
+  return close !== undefined ? ` (did you mean ${close}?)` : "";
+};
+
+/** Help of one command: what it does, and only the options that go with it. */
+export function commandUsage(operation: CliOperation): string {
+  const [, commands = "", rest = ""] = /\n\n([\s\S]*?)\n\n[\s\S]*?Options:\n([\s\S]*)$/.exec(USAGE) ?? [];
+  const [options = "", trailer = ""] = rest.split("\n\n", 2).length === 2 ? [rest.slice(0, rest.indexOf("\n\n")), rest.slice(rest.indexOf("\n\n") + 2)] : [rest, ""];
+  // An entry is its first line ("  preview, up   ...", "  --file, -f PATH  ...") and its deeper-indented continuation lines.
+  const entries = (block: string) => block.split(/\n(?=  \S)/);
+  const described = entries(commands).filter((entry) => entry.trimStart().split(/\s{2,}/)[0]!.split(/,\s*/).includes(operation));
+  const applicable = entries(options).filter((entry) => {
+    const flag = /^\s*(--[a-z-]+)/.exec(entry)?.[1];
+    if (flag === undefined) return true;
+    if (operation === "validate") return VALIDATE_OPTIONS.includes(flag);
+    return ONLY_WITH[flag] === undefined || ONLY_WITH[flag]!.includes(operation);
+  });
+  const needsFile = NEED_FILE.includes(operation) ? " --file groups.yaml" : " [--file groups.yaml]";
+  return [`Usage: user-groups ${operation}${needsFile} [options]`, "", ...described, "", "Options:", ...applicable, "", trailer].join("\n").trimEnd();
+}
 /** A day: longer is a mistake, not a wait. */
 const MAX_LOCK_TIMEOUT_MS = 24 * 3_600_000;
 
-export function parseCliArgs(argv: readonly string[]): CliArgs | "help" {
+export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        file: { type: "string", short: "f" },
-        stack: { type: "string", short: "s" },
-        "backend-url": { type: "string" },
-        yes: { type: "boolean", short: "y", default: false },
-        force: { type: "boolean", default: false },
-        json: { type: "boolean", default: false },
-        "show-secrets": { type: "boolean", default: false },
-        "expect-no-changes": { type: "boolean", default: false },
-        refresh: { type: "boolean", default: false },
-        "summary-file": { type: "string" },
-        "lock-timeout": { type: "string" },
-        parallel: { type: "string" },
-        help: { type: "boolean", short: "h", default: false },
-      },
-    });
+    parsed = parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: PARSE_OPTIONS });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    const unknown = /^Unknown option '([^']+)'/.exec((error as Error).message)?.[1];
+    if (unknown === undefined) throw new UsageError((error as Error).message);
+    const known = Object.entries(PARSE_OPTIONS).flatMap(([name, spec]) => [`--${name}`, ...("short" in spec ? [`-${spec.short}`] : [])]);
+    throw new UsageError(`unknown option ${unknown}${suggestion(unknown.split("=")[0]!, known)}`);
   }
   const { values, positionals } = parsed;
-  if (values.help) return "help";
   const [operation, ...extra] = positionals;
-  if (!operation || !OPERATIONS.includes(operation as CliOperation)) {
-    throw new UsageError(`the first argument must be one of ${OPERATIONS.join(", ")}${operation ? `, not "${operation}"` : ""}`);
+  const known = OPERATIONS.includes(operation as CliOperation) ? (operation as CliOperation) : undefined;
+  if (values.version) return { info: "version" };
+  if (values.help) return { info: "help", ...(known !== undefined ? { operation: known } : {}) };
+  if (!operation || known === undefined) {
+    throw new UsageError(
+      `the first argument must be one of ${OPERATIONS.join(", ")}${operation ? `, not "${operation}"${suggestion(operation, OPERATIONS)}` : ""}`,
+    );
   }
-  const op = operation as CliOperation;
+  const op = known;
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   if (values.stack !== undefined && !isValidStackName(values.stack)) {
     throw new UsageError('--stack takes letters, digits, "-", "_" and "." (at most 100), optionally as org/stack or org/project/stack');
   }
-  if (values.force && op !== "up" && op !== "destroy") throw new UsageError("--force goes with up or destroy");
   if (!values.file && NEED_FILE.includes(op)) throw new UsageError(`--file is required for ${op}`);
-  if (values["expect-no-changes"] && op !== "preview" && op !== "refresh") {
-    throw new UsageError("--expect-no-changes goes with preview or refresh");
-  }
-  if (values.refresh && op !== "preview" && op !== "up") throw new UsageError("--refresh goes with preview or up");
-  if (values["summary-file"] !== undefined && !SUMMARIZED.includes(op)) throw new UsageError("--summary-file goes with preview, up or drift");
-  if (values["show-secrets"] && !values.json) throw new UsageError("--show-secrets goes with --json (tokens are never printed in tables)");
   if (values["show-secrets"] && op === "drift") throw new UsageError("--show-secrets does not go with drift (it reports no tokens)");
+  for (const [flag, operations] of Object.entries(ONLY_WITH)) {
+    const value = values[flag.slice(2) as keyof typeof values];
+    if (value !== undefined && value !== false && !operations.includes(op)) throw new UsageError(`${flag} goes with ${withList(operations)}`);
+  }
+  if (values["show-secrets"] && !values.json) throw new UsageError("--show-secrets goes with --json (tokens are never printed in tables)");
   let parallel: number | undefined;
   if (values.parallel !== undefined) {
     parallel = Number(values.parallel);

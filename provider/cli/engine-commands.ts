@@ -4,6 +4,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { detectDrift } from "../automation/drift";
+import { EngineEdgeError } from "../automation/engine-errors";
 import { FleetStackError, isFleetStack } from "../automation/fleet";
 import { GroupsValidationError } from "../automation/groups-spec";
 import { formatDuration, StackLockedError, StackLockTimeoutError } from "../automation/lock-wait";
@@ -18,15 +19,17 @@ import {
   workspaceOf,
 } from "../automation/provision";
 import { recoverStack } from "../automation/recover";
+import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
-import type { CliIo } from "./io";
+import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { DeadLockHolderError, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
 import { driftSummaryMarkdown, runSummaryMarkdown } from "./summary";
 import { formatDriftTable, formatTable } from "./table";
+import { terminalMessage, terminalText } from "./terminal-text";
 
-function jsonDocument(result: RunResult, showSecrets: boolean): unknown {
+function jsonDocument(result: RunResult, showSecrets: boolean): Record<string, unknown> {
   return {
     operation: result.operation,
     stack: result.stack,
@@ -56,9 +59,9 @@ function lockWaitReporter(args: CliArgs, io: CliIo, backendUrl: () => string): R
       told = true;
       const { text, allDead } = explainLock(backendUrl(), args.stack, recoverCommand(args));
       if (allDead && text !== undefined) throw new DeadLockHolderError(text);
-      io.stderr(`user-groups: stack "${args.stack}" is locked by another run; waiting up to ${formatDuration(args.lockTimeoutMs ?? 0)}.${text ? `\n  ${text}` : ""}\n`);
+      tell(io, `stack "${args.stack}" is locked by another run; waiting up to ${formatDuration(args.lockTimeoutMs ?? 0)}.${text ? `\n  ${text}` : ""}`);
     } else if (waitedMs > 0 && Math.floor((waitedMs + waitMs) / 60_000) > Math.floor(waitedMs / 60_000)) {
-      io.stderr(`user-groups: still waiting for the lock of stack "${args.stack}" (${formatDuration(waitedMs + waitMs)})\n`);
+      tell(io, `still waiting for the lock of stack "${args.stack}" (${formatDuration(waitedMs + waitMs)})`);
     }
   };
 }
@@ -67,8 +70,8 @@ function lockWaitReporter(args: CliArgs, io: CliIo, backendUrl: () => string): R
 export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefined, io: CliIo): Promise<number> {
   const changing = args.operation === "up" || args.operation === "destroy" || args.operation === "recover";
   if (changing && !args.yes && !io.isTty) {
-    io.stderr(`user-groups: refusing to ${args.operation} without --yes: not on a terminal, so nobody can confirm.\n`);
-    return EXIT_USAGE;
+    const message = `refusing to ${args.operation} without --yes: not on a terminal, so nobody can confirm.`;
+    return reportFailure(io, { code: "confirmation_required", message, exitCode: EXIT_USAGE }, args.json);
   }
   const workDir = path.join(args.file !== undefined ? path.dirname(path.resolve(args.file)) : process.cwd(), ".user-groups");
   const base: { -readonly [K in keyof RunOptions]: RunOptions[K] } = {
@@ -78,6 +81,8 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
     ...(args.parallel !== undefined ? { parallel: args.parallel } : {}),
     ...(args.lockTimeoutMs !== undefined ? { lockTimeoutMs: args.lockTimeoutMs } : {}),
     ...(args.refresh ? { refresh: true } : {}),
+    // The provider's advice (a missing key) is worded for the command line: environment variables.
+    envVars: { [ENV_HINTS]: "cli" },
   };
   // Where the lock lives, for messages about it: only asked when a lock is met.
   const backendUrl = () => workspaceOf(base).backendUrl;
@@ -98,7 +103,8 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
   try {
     if (args.operation === "drift") {
       const report = await detectDrift({ ...base, ...(groups !== undefined ? { groups } : {}) });
-      io.stdout(args.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatDriftTable(report)}\n`);
+      if (args.json) printJson(io, report);
+      else io.stdout(`${formatDriftTable(report)}\n`);
       writeSummary(args, io, driftSummaryMarkdown(report));
       return report.inSync ? EXIT_OK : EXIT_CHANGES;
     }
@@ -116,24 +122,26 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
           : args.operation === "recover"
             ? `Recover stack "${args.stack}" (remove a dead run's lock, refresh, up adopting its pending creates)`
             : `Delete every group of stack "${args.stack}"`;
-      if (!(await io.confirm(`${question}? [y/N] `))) {
-        io.stderr("user-groups: nothing was changed.\n");
+      if (!(await io.confirm(`${terminalMessage(question)}? [y/N] `))) {
+        tell(io, "nothing was changed.");
         return EXIT_OK;
       }
     }
     const result = await runOperation(args, io, options(withGroups));
     endProgress();
-    io.stdout(args.json ? `${JSON.stringify(jsonDocument(result, args.showSecrets), null, 2)}\n` : `${formatTable(result)}\n`);
+    if (args.json) printJson(io, jsonDocument(result, args.showSecrets));
+    else io.stdout(`${formatTable(result)}\n`);
     if (args.operation === "preview" || args.operation === "up") writeSummary(args, io, runSummaryMarkdown(result));
     if (args.expectNoChanges && result.changed) {
-      io.stderr(`user-groups: ${args.operation} found changes in stack "${args.stack}" (--expect-no-changes).\n`);
+      tell(io, `${args.operation} found changes in stack "${args.stack}" (--expect-no-changes).`);
       return EXIT_CHANGES;
     }
     return EXIT_OK;
   } catch (error) {
     endProgress();
-    io.stderr(`user-groups: ${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}\n`);
-    return error instanceof GroupsValidationError || error instanceof FleetStackError ? EXIT_USAGE : EXIT_FAILED;
+    const message = `${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}`;
+    const exitCode = error instanceof GroupsValidationError || error instanceof FleetStackError ? EXIT_USAGE : EXIT_FAILED;
+    return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode }, args.json);
   }
 }
 
@@ -149,12 +157,12 @@ async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { gr
       return destroyUserGroups(options);
     default: {
       const report = await recoverStack(options);
-      for (const lock of report.removedLocks) io.stderr(`user-groups: removed the stale lock ${lock}\n`);
-      for (const file of report.repairedFiles) io.stderr(`user-groups: removed ${file} (torn by the interrupted write)\n`);
-      if (report.pending.length > 0) io.stderr(`user-groups: cleared ${report.pending.length} pending operations\n`);
-      if (report.adopted.length > 0) io.stderr(`user-groups: adopted the groups whose create was pending: ${report.adopted.join(", ")}\n`);
+      for (const lock of report.removedLocks) tell(io, `removed the stale lock ${terminalText(lock)}`);
+      for (const file of report.repairedFiles) tell(io, `removed ${terminalText(file)} (torn by the interrupted write)`);
+      if (report.pending.length > 0) tell(io, `cleared ${report.pending.length} pending operations`);
+      if (report.adopted.length > 0) tell(io, `adopted the groups whose create was pending: ${report.adopted.map(terminalText).join(", ")}`);
       for (const name of report.undeclaredPendingCreates) {
-        io.stderr(`user-groups: warning: ${name} was being created but is no longer in the groups file; it may exist on the server\n`);
+        tell(io, `warning: ${terminalText(name)} was being created but is no longer in the groups file; it may exist on the server`);
       }
       return report.up;
     }
@@ -169,20 +177,8 @@ function describeFailure(error: unknown, args: CliArgs, backendUrl: () => string
   }
   // A run: what the engine's diagnostic events said, per group.
   if (error instanceof RunFailedError) return error.diagnostics.join("\n  ");
-  // Ours say what happened in their message; only Pulumi's own errors need reading.
-  if (error instanceof UserGroupsError) return error.message;
-  return describeCommandFailure(error);
+  // At the engine's edge (no Pulumi CLI, a wrong passphrase, no backend): the advice for a command line.
+  if (error instanceof EngineEdgeError) return error.messageFor("cli");
+  // Ours say what happened in their message (Pulumi's are translated into ours by the automation layer).
+  return error instanceof Error ? error.message : String(error);
 }
-
-/**
- * A Pulumi command that failed before the engine said anything (stack selection,
- * config, a wrong passphrase): its CommandError carries only the CLI's text
- * (the result it wraps is private), so keep its "error:" lines.
- */
-function describeCommandFailure(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  const lines = text.split("\n").map((l) => l.trim());
-  const errors = lines.filter((l) => /^error:/i.test(l) && !/update failed|preview failed|refresh failed|destroy failed/i.test(l));
-  return errors.length > 0 ? errors.map((l) => l.replace(/^error:\s*/i, "")).join("\n  ") : (lines.find((l) => l.length > 0) ?? "unknown error");
-}
-

@@ -5,6 +5,7 @@
 import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
 import { PROJECT_NAME } from "../automation/workspace";
 import { UserGroupsError } from "../wire/errors";
+import { terminalText } from "./terminal-text";
 
 export class DeadLockHolderError extends UserGroupsError {
   constructor(message: string) {
@@ -13,8 +14,9 @@ export class DeadLockHolderError extends UserGroupsError {
   }
 }
 
+/** A holder as a lock file describes it: outside text (anything can write a lock file into a backend), each field escaped. */
 function holderText(holder: LockHolderStatus): string {
-  return `pid ${holder.pid} on host "${holder.hostname}" (since ${holder.timestamp ?? "an unknown time"})`;
+  return `pid ${holder.pid} on host "${terminalText(holder.hostname)}" (since ${terminalText(holder.timestamp ?? "an unknown time")})`;
 }
 
 /** Every holder's process is known to be gone: its lock will never be released by waiting. */
@@ -39,7 +41,7 @@ export function describeLockHolders(holders: readonly LockHolderStatus[], stack:
   lines.push(`Stack "${stack}" is locked: another run on it is in progress. Nothing was changed.`);
   for (const holder of live) lines.push(`${holderText(holder)} holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`);
   for (const holder of elsewhere) {
-    lines.push(`${holderText(holder)} holds the lock; that host's processes cannot be checked from here. If that run is gone, run \`${recoverCommand}\` there, or delete ${holder.file}.`);
+    lines.push(`${holderText(holder)} holds the lock; that host's processes cannot be checked from here. If that run is gone, run \`${recoverCommand}\` there, or delete ${terminalText(holder.file)}.`);
   }
   for (const holder of dead) lines.push(`${holderText(holder)} also holds it but is no longer running; \`${recoverCommand}\` clears it.`);
   return lines.join("\n  ");

@@ -4,7 +4,10 @@
 // printed above it once and stay. Each event redraws a bounded block, so a run
 // of N groups writes O(N) bytes (the old task list redrew every row of the
 // run on every event: O(N^2), and cursor-up past the screen garbled it).
+// A group's name is escaped (terminalText): only this printer's own escape
+// sequences reach the terminal.
 import type { GroupEvent } from "../automation/provision";
+import { terminalText } from "./terminal-text";
 
 export const MAX_IN_FLIGHT_ROWS = 10;
 
@@ -28,7 +31,7 @@ export interface ProgressPrinter {
 }
 
 function rowOf(event: GroupEvent): string {
-  return `  ${CHANGE_SYMBOL[event.change] ?? "~"} ${event.resourceName}: ${event.change} ${PHASE_MARK[event.phase]}`;
+  return `  ${CHANGE_SYMBOL[event.change] ?? "~"} ${terminalText(event.resourceName)}: ${event.change} ${PHASE_MARK[event.phase]}`;
 }
 
 export function progressPrinter(write: (text: string) => void, terminal: boolean, options: ProgressOptions = {}): ProgressPrinter {

@@ -5,13 +5,11 @@
 // field names are written.
 import type { DriftReport } from "../automation/drift";
 import type { GroupResult, RunResult } from "../automation/provision";
+import { markdownCell, markdownCode } from "./markdown-text";
+
+export { markdownCell, markdownCode } from "./markdown-text";
 
 export const MAX_SUMMARY_CHARS = 60_000;
-
-/** Text safe inside a Markdown table cell: no pipes, no markup, one line. */
-export function markdownCell(text: string): string {
-  return text.replace(/\s+/g, " ").replace(/[\\`*_[\]<>|#~&]/g, (c) => `\\${c}`).slice(0, 300);
-}
 
 const FIELD_WORDS: Record<string, string> = {
   name: "name",
@@ -58,7 +56,7 @@ const TITLES: Record<RunResult["operation"], string> = { preview: "Preview", up:
 export function runSummaryMarkdown(result: RunResult, maxChars = MAX_SUMMARY_CHARS): string {
   const s = result.summary;
   const head = [
-    `### user-groups: ${TITLES[result.operation]} of stack \`${markdownCell(result.stack)}\``,
+    `### user-groups: ${TITLES[result.operation]} of stack ${markdownCode(result.stack)}`,
     "",
     `**${s.create} to create, ${s.update} to update, ${s.replace} to replace, ${s.delete} to delete, ${s.same} unchanged**`,
   ];
@@ -72,7 +70,7 @@ export function runSummaryMarkdown(result: RunResult, maxChars = MAX_SUMMARY_CHA
 }
 
 export function driftSummaryMarkdown(report: DriftReport, maxChars = MAX_SUMMARY_CHARS): string {
-  const head = [`### user-groups: drift of stack \`${markdownCell(report.stack)}\``, ""];
+  const head = [`### user-groups: drift of stack ${markdownCode(report.stack)}`, ""];
   if (report.inSync) return [...head, `**In sync**: ${report.checked} groups read, nothing changed.`].join("\n") + "\n";
   const counts = new Map<string, number>();
   for (const d of report.drift) counts.set(d.kind, (counts.get(d.kind) ?? 0) + 1);

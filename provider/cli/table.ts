@@ -1,9 +1,13 @@
-// Tables for a terminal or a CI log: never a token.
+// Tables for a terminal or a CI log: never a token, and every cell of outside
+// text escaped (terminalText), so that no id or name can move the cursor,
+// hide the rest of the table or fake a row.
 import type { DriftReport } from "../automation/drift";
 import type { RunResult } from "../automation/provision";
 import { CHANGE_SYMBOL } from "./progress";
+import { terminalText } from "./terminal-text";
 
-function columns(header: string[], rows: string[][]): string[] {
+function columns(header: string[], cells: string[][]): string[] {
+  const rows = cells.map((row) => row.map(terminalText));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
   return [line(header), ...rows.map(line)];

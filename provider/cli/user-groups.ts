@@ -5,41 +5,60 @@
 // 3 changes with --expect-no-changes, or drift found.
 import "../compile-cache"; // first: it covers the modules loaded after it
 import { createInterface } from "node:readline/promises";
-import { GroupsValidationError } from "../automation/groups-spec";
-import { type CliArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE, UsageError } from "./args";
+import { UserGroupsError } from "../wire/errors";
+import { PACKAGE_VERSION } from "../version";
+import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE } from "./args";
 import { readGroupsFile } from "./groups-file";
-import type { CliIo } from "./io";
+import { type CliIo, printJson, reportFailure } from "./io";
+import { terminalMessage, terminalText } from "./terminal-text";
 
-export { type CliArgs, type CliOperation, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, UsageError } from "./args";
+export { type CliArgs, type CliInfoRequest, type CliOperation, didYouMean, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, UsageError } from "./args";
 export { readGroupsFile } from "./groups-file";
-export type { CliIo } from "./io";
+export { type CliIo, JSON_SCHEMA_VERSION } from "./io";
 export { progressPrinter } from "./progress";
 export { formatDriftTable, formatTable } from "./table";
+export { terminalJson, terminalMessage, terminalText } from "./terminal-text";
+
+function isInfoRequest(args: CliArgs | CliInfoRequest): args is CliInfoRequest {
+  return "info" in args;
+}
+
+/** Bad usage and bad groups files: exit 2, with their code (usage, invalid_groups...). */
+function refused(io: CliIo, error: unknown, json: boolean): number {
+  if (!(error instanceof UserGroupsError)) throw error;
+  const usage = error.code === "usage";
+  return reportFailure(io, { code: error.code, message: error.message, exitCode: EXIT_USAGE, ...(usage ? { note: "Run user-groups --help for usage." } : {}) }, json);
+}
 
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
-  let args: CliArgs | "help";
-  let groups: unknown[] | undefined;
+  // Before the arguments are understood: a usage error under --json is a JSON document too.
+  let json = argv.includes("--json");
   try {
-    args = parseCliArgs(argv);
-    if (args === "help") {
-      io.stdout(`${USAGE}\n`);
+    let args: CliArgs | CliInfoRequest;
+    let groups: unknown[] | undefined;
+    try {
+      args = parseCliArgs(argv);
+      if (isInfoRequest(args)) {
+        io.stdout(`${args.info === "version" ? PACKAGE_VERSION : args.operation !== undefined ? commandUsage(args.operation) : USAGE}\n`);
+        return EXIT_OK;
+      }
+      json = args.json;
+      groups = args.file !== undefined ? readGroupsFile(args.file) : undefined;
+    } catch (error) {
+      return refused(io, error, json);
+    }
+    if (args.operation === "validate") {
+      if (args.json) printJson(io, { file: args.file, groups: groups?.length ?? 0, valid: true });
+      else io.stdout(`${terminalText(args.file ?? "")}: ${groups?.length ?? 0} groups, valid\n`);
       return EXIT_OK;
     }
-    groups = args.file !== undefined ? readGroupsFile(args.file) : undefined;
+    const { runEngineCommand } = await import("./engine-commands.js");
+    return await runEngineCommand(args, groups, io);
   } catch (error) {
-    if (error instanceof UsageError || error instanceof GroupsValidationError) {
-      io.stderr(`user-groups: ${error.message}\n${error instanceof UsageError ? "Run user-groups --help for usage.\n" : ""}`);
-      return EXIT_USAGE;
-    }
-    throw error;
+    // Not one of ours: a bug, or something underneath (a module that failed to load).
+    const message = error instanceof Error ? error.message : String(error);
+    return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode: EXIT_FAILED }, json);
   }
-  if (args.operation === "validate") {
-    io.stdout(args.json ? `${JSON.stringify({ file: args.file, groups: groups?.length ?? 0, valid: true })}\n` : `${args.file}: ${groups?.length ?? 0} groups, valid\n`);
-    return EXIT_OK;
-  }
-
-  const { runEngineCommand } = await import("./engine-commands.js");
-  return runEngineCommand(args, groups, io);
 }
 
 if (require.main === module) {
@@ -64,7 +83,8 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (error: unknown) => {
-      process.stderr.write(`user-groups: ${error instanceof Error ? error.message : String(error)}\n`);
+      // main reports every failure itself; this is a failure to report one.
+      process.stderr.write(`user-groups: ${terminalMessage(error instanceof Error ? error.message : String(error))}\n`);
       process.exitCode = EXIT_FAILED;
     },
   );

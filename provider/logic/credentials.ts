@@ -9,6 +9,14 @@ export const ENV_API_KEY = "USER_GROUPS_API_KEY";
 /** Opt-in to plain http to a host that is not loopback (config `user-groups:allowInsecureHttp`). */
 export const ENV_ALLOW_INSECURE_HTTP = "USER_GROUPS_ALLOW_INSECURE_HTTP";
 
+/**
+ * Who drives the engine, set by the automation layer in the engine's
+ * environment: "cli" (the `user-groups` command, whose users have no Pulumi
+ * project to run `pulumi config` in) or "automation" (a program calling the
+ * library). Unset: a Pulumi program run by `pulumi up`.
+ */
+export const ENV_HINTS = "USER_GROUPS_HINTS";
+
 /** Reads one stack config value by full key ("user-groups:apiKey"). Structured values may come as JSON text. */
 export type ConfigLookup = (key: string) => unknown;
 
@@ -25,6 +33,9 @@ export class MissingCredentialsError extends UserGroupsError {
     this.name = "MissingCredentialsError";
   }
 }
+
+/** The start of a MissingCredentialsError's message, as it reaches the engine's diagnostics. */
+export const MISSING_CREDENTIALS = /^No (?:base URL|API key) for (?:the default profile|profile "[^"]*"): /;
 
 /** The env var suffix for a profile: upper-cased, anything else than A-Z0-9 becomes "_". */
 export function profileEnvSuffix(profile: string): string {
@@ -69,18 +80,36 @@ export function resolveCredentials(profile: string | undefined, config: ConfigLo
   const baseUrl = fromConfig.baseUrl ?? nonEmptyString(env[`${ENV_BASE_URL}${envSuffix}`]);
   const apiKey = fromConfig.apiKey ?? nonEmptyString(env[`${ENV_API_KEY}${envSuffix}`]);
   const who = profile === undefined ? "the default profile" : `profile "${profile}"`;
-  const setFlag = profile === undefined ? "" : " --path";
-  if (baseUrl === undefined) {
-    throw new MissingCredentialsError(
-      `No base URL for ${who}: run \`pulumi config set${setFlag} ${configHint.baseUrl} https://...\` or set ${ENV_BASE_URL}${envSuffix}.`,
-    );
-  }
-  if (apiKey === undefined) {
-    throw new MissingCredentialsError(
-      `No API key for ${who}: run \`pulumi config set${setFlag} --secret ${configHint.apiKey} <key>\` or set ${ENV_API_KEY}${envSuffix}.`,
-    );
-  }
+  const hints = credentialHints(env[ENV_HINTS], configHint, envSuffix, profile !== undefined);
+  if (baseUrl === undefined) throw new MissingCredentialsError(`No base URL for ${who}: ${hints.baseUrl}.`);
+  if (apiKey === undefined) throw new MissingCredentialsError(`No API key for ${who}: ${hints.apiKey}.`);
   return { baseUrl, apiKey, allowInsecureHttp: allowsInsecureHttp(config, env) };
+}
+
+/**
+ * What to do about a missing base URL or key, for the caller at hand. A key is
+ * never put on a command line (CONTRACT R6): the environment, or stack config
+ * through stdin (`printf %s "$KEY" | pulumi config set --secret ...`).
+ */
+function credentialHints(caller: string | undefined, configKeys: { baseUrl: string; apiKey: string }, envSuffix: string, structured: boolean): { baseUrl: string; apiKey: string } {
+  const urlVar = `${ENV_BASE_URL}${envSuffix}`;
+  const keyVar = `${ENV_API_KEY}${envSuffix}`;
+  if (caller === "cli") {
+    return { baseUrl: `set ${urlVar} in the environment of user-groups`, apiKey: `set ${keyVar} in the environment of user-groups` };
+  }
+  if (caller === "automation") {
+    // The `config` option sets plain keys (no --path): a profile's structured key is not among them.
+    if (structured) return { baseUrl: `set ${urlVar} in the environment (or the \`envVars\` option)`, apiKey: `set ${keyVar} in the environment (or the \`envVars\` option)` };
+    return {
+      baseUrl: `set ${urlVar} in the environment (or the \`envVars\` option), or pass \`config: { "${configKeys.baseUrl}": { value } }\``,
+      apiKey: `set ${keyVar} in the environment (or the \`envVars\` option), or pass \`config: { "${configKeys.apiKey}": { value, secret: true } }\``,
+    };
+  }
+  const path = structured ? " --path" : "";
+  return {
+    baseUrl: `set ${urlVar}, or run \`pulumi config set${path} ${configKeys.baseUrl} https://...\``,
+    apiKey: `set ${keyVar}, or keep it in stack config through stdin: \`printf %s "$KEY" | pulumi config set${path} --secret ${configKeys.apiKey}\``,
+  };
 }
 
 /** `user-groups:allowInsecureHttp` true in stack config, or USER_GROUPS_ALLOW_INSECURE_HTTP=1 (or true). */

@@ -1,8 +1,23 @@
 // The CLI's pure parts: argument rules, progress on a terminal and in CI, the table.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import type { GroupEvent, RunResult } from "../../provider/automation/index";
-import { formatTable, parseCliArgs, progressPrinter, UsageError } from "../../provider/cli/user-groups";
+import {
+  formatDriftTable,
+  formatTable,
+  main,
+  parseCliArgs,
+  progressPrinter,
+  terminalJson,
+  terminalMessage,
+  terminalText,
+  UsageError,
+} from "../../provider/cli/user-groups";
+import type { CliIo } from "../../provider/cli/io";
+import { describeLockHolders } from "../../provider/cli/lock-message";
 
 const event = (resourceName: string, change: GroupEvent["change"], phase: GroupEvent["phase"]): GroupEvent => ({
   resourceName,
@@ -47,7 +62,12 @@ describe("parseCliArgs", () => {
     [["up", "--file", "g.yaml", "--expect-no-changes"], /goes with preview or refresh/],
     [["preview", "--file", "g.yaml", "--show-secrets"], /goes with --json/],
     [["preview", "--file", "g.yaml", "--parallel", "0"], /whole number/],
-    [["preview", "--file", "g.yaml", "--colour"], /Unknown option/],
+    [["preview", "--file", "g.yaml", "--colour"], /^unknown option --colour$/],
+    [["preview", "--file", "g.yaml", "--expect-no-change"], /unknown option --expect-no-change \(did you mean --expect-no-changes\?\)/],
+    [["up", "--file", "g.yaml", "--yse"], /unknown option --yse \(did you mean --yes\?\)/],
+    [["preveiw", "--file", "g.yaml"], /not "preveiw" \(did you mean preview\?\)/],
+    [["destory"], /not "destory" \(did you mean destroy\?\)/],
+    [["deploy"], /not "deploy"$/],
   ])("refuses %j", (argv, message) => {
     expect(() => parseCliArgs(argv)).toThrow(UsageError);
     expect(() => parseCliArgs(argv)).toThrow(message);
@@ -148,5 +168,162 @@ describe("formatTable", () => {
         'up of stack "prod": 1 create, 0 update, 0 replace, 0 delete, 1 unchanged',
       ].join("\n"),
     );
+  });
+});
+
+// What a terminal must never receive from outside text: a control (ESC, BEL, CR...), a C1
+// control, DEL, or a bidi/zero-width/format character. Only the printer's own sequences pass.
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const ATTACK_IDS = ["x\u001b[8m", "rtl\u202eevil", "bell\u0007", "csi\u009b2J", "del\u007f", "fake\nrow", "cr\rover", "zw\u200bj\u200d", "iso\u2066x\u2069", "alm\u061c", "tag\u{e0041}"];
+
+describe("outside text on a terminal", () => {
+  it.each(ATTACK_IDS)("escapes %j visibly, one field on one line", (id) => {
+    const shown = terminalText(id);
+    expect(shown).not.toMatch(UNSAFE);
+    expect(shown).not.toContain("\n");
+  });
+
+  it("shows each escape so that a reader sees what is there", () => {
+    expect(terminalText("x\u001b[8m")).toBe("x\\x1b[8m");
+    expect(terminalText("a\u202eb\u009b\u007f")).toBe("a\\u{202e}b\\x9b\\x7f");
+    expect(terminalText("é ü 日本 emoji 🎉")).toBe("é ü 日本 emoji 🎉");
+    expect(terminalMessage("line 1\nline\u001b[2J 2")).toBe("line 1\nline\\x1b[2J 2");
+  });
+
+  it("JSON documents: the same values, with every unsafe character as a \\u escape", () => {
+    const value = { id: "x\u001b[8m\u202e\u009b\u{e0041}\n", name: "日本" };
+    const text = terminalJson(value);
+    expect(text).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(JSON.parse(text)).toEqual(value);
+  });
+
+  it("a table of attack ids: each on its own row, none able to hide or fake the rest", () => {
+    const result: RunResult = {
+      operation: "up",
+      stack: "prod",
+      backendUrl: "file:///x",
+      changed: true,
+      summary: { create: ATTACK_IDS.length, update: 0, replace: 0, delete: 0, same: 0 },
+      groups: ATTACK_IDS.map((id) => ({ resourceName: `default.${id}`, userGroupId: id, change: "create" as const })),
+    };
+    const table = formatTable(result);
+    expect(table).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(table.split("\n")).toHaveLength(1 + ATTACK_IDS.length + 2);
+    expect(table).toContain("+ default.x\\x1b[8m");
+    const drift = formatDriftTable({ stack: "prod", backendUrl: "file:///x", checked: 1, inSync: false, drift: [{ resourceName: "default.x\u001b[8m", userGroupId: "x", kind: "renamed", detail: 'name "\u202eA" on the service' }] });
+    expect(drift).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(drift).toContain("\\u{202e}A");
+  });
+
+  it("progress rows escape the group's name; only the printer's own cursor moves reach the terminal", () => {
+    for (const terminal of [false, true]) {
+      const out: string[] = [];
+      const print = progressPrinter((text) => out.push(text), terminal, { total: 2 });
+      print(event("default.x\u001b[8m", "create", "started"));
+      print(event("default.fake\n  + default.other: create done", "create", "failed"));
+      print.finish();
+      // Strip the printer's own sequences (erase line, cursor up): nothing unsafe is left.
+      const text = out.join("").replace(/\u001b\[(?:2K|\d+A)/g, "");
+      expect(text).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+      expect(text).toContain("default.x\\x1b[8m");
+      expect(text).not.toMatch(/^ {2}\+ default\.other/m);
+    }
+  });
+});
+
+/** A CliIo that records what the command writes; nobody to confirm. */
+function recordingIo(): CliIo & { out: string; err: string } {
+  const io = {
+    out: "",
+    err: "",
+    stdout: (text: string) => {
+      io.out += text;
+    },
+    stderr: (text: string) => {
+      io.err += text;
+    },
+    isTty: false,
+    progressIsTty: false,
+    env: {},
+    confirm: async () => false,
+  };
+  return io;
+}
+
+const scratch = mkdtempSync(path.join(tmpdir(), "cli-output-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let files = 0;
+function groupsFile(content: string): string {
+  const file = path.join(scratch, `groups-${++files}.yaml`);
+  writeFileSync(file, content);
+  return file;
+}
+
+describe("main: help, version, usage errors", () => {
+  it("prints its version", async () => {
+    const io = recordingIo();
+    expect(await main(["--version"], io)).toBe(0);
+    expect(io.out).toBe(`${(await import("../../package.json")).default.version}\n`);
+  });
+
+  it("prints the help of one command, with only the options that go with it", async () => {
+    const io = recordingIo();
+    expect(await main(["up", "--help"], io)).toBe(0);
+    expect(io.out).toMatch(/^Usage: user-groups up --file groups\.yaml \[options\]/);
+    expect(io.out).toMatch(/preview, up\s+what would change/);
+    const options = io.out.slice(io.out.indexOf("Options:"), io.out.indexOf("\n\n", io.out.indexOf("Options:")));
+    expect(options).toMatch(/--yes/);
+    expect(options).toMatch(/--force/);
+    expect(options).not.toMatch(/--expect-no-changes/);
+    expect(io.out).not.toMatch(/drift\s+read every group/);
+    const validate = recordingIo();
+    await main(["validate", "-h"], validate);
+    expect(validate.out).toMatch(/--file/);
+    expect(validate.out).not.toMatch(/--stack|--lock-timeout|--backend-url/);
+    const general = recordingIo();
+    await main(["--help"], general);
+    expect(general.out).toMatch(/^Usage: user-groups <preview\|up\|/);
+  });
+
+  it("validate --json: its document, with schemaVersion", async () => {
+    const file = groupsFile("groups:\n  - { name: A, userGroupId: a }\n");
+    const io = recordingIo();
+    expect(await main(["validate", "--file", file, "--json"], io)).toBe(0);
+    expect(JSON.parse(io.out)).toEqual({ schemaVersion: 1, file, groups: 1, valid: true });
+  });
+
+  it("with --json, a usage error or a bad groups file is one JSON document on stdout, with a stable code", async () => {
+    const io = recordingIo();
+    expect(await main(["preveiw", "--json"], io)).toBe(2);
+    expect(JSON.parse(io.out)).toEqual({ schemaVersion: 1, error: { code: "usage", message: expect.stringMatching(/did you mean preview\?/) } });
+    expect(io.err).toMatch(/^user-groups: .*did you mean preview\?\)\nRun user-groups --help for usage\.\n$/);
+
+    const missing = recordingIo();
+    expect(await main(["validate", "--file", "/nonexistent/groups.yaml", "--json"], missing)).toBe(2);
+    expect(JSON.parse(missing.out).error.code).toBe("usage");
+
+    const refused = recordingIo();
+    expect(await main(["up", "--file", "/nonexistent/groups.yaml"], refused)).toBe(2);
+    expect(refused.out).toBe("");
+  });
+
+  it("refuses an up nobody can confirm, as JSON too", async () => {
+    const io = recordingIo();
+    expect(await main(["up", "--file", groupsFile("groups: []\n"), "--json"], io)).toBe(2);
+    expect(JSON.parse(io.out)).toEqual({ schemaVersion: 1, error: { code: "confirmation_required", message: expect.stringMatching(/without --yes/) } });
+  });
+});
+
+describe("a lock file's holder, as the CLI describes it", () => {
+  it("escapes the host name and time a planted lock file claims, so that they cannot fake lines", () => {
+    const text = describeLockHolders(
+      [{ file: "/b/.pulumi/locks/x\u001b[8m.json", pid: 4711, hostname: "ci-7\n  all clear: nothing is locked\u001b[2J", timestamp: "2026\u202e-01", alive: undefined }],
+      "prod",
+      "user-groups recover --stack prod --file groups.yaml",
+    )!;
+    // One line per holder after the first (the CLI indents them), none from the lock file.
+    expect(text.split("\n")).toHaveLength(2);
+    expect(text).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(text).toContain('host "ci-7\\x0a  all clear: nothing is locked\\x1b[2J"');
   });
 });

@@ -107,7 +107,7 @@ describe("user-groups CLI", () => {
     const preview = await cliPrinted("preview", "--file", groupsFile, "--json");
     expect(preview.code).toBe(0);
     const doc = JSON.parse(preview.stdout) as { summary: Record<string, number>; changed: boolean };
-    expect(doc).toMatchObject({ changed: true, summary: { update: 1, create: 0 } });
+    expect(doc).toMatchObject({ schemaVersion: 1, changed: true, summary: { update: 1, create: 0 } });
 
     const up = await cli("up", "--file", groupsFile, "--yes", "--json", "--show-secrets");
     expect(up.code, up.stderr).toBe(0);

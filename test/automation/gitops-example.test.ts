@@ -1,8 +1,11 @@
-// examples/gitops: the workflow's own `run:` lines, executed as written, against
-// the fake server, the way the pull-request, main-branch and nightly jobs run
-// them: each job in a fresh copy of the repository, with exactly the environment
-// the workflow gives that job (its secrets, nothing inherited), one shared backend.
-import { execFile } from "node:child_process";
+// examples/gitops: the workflow's own `run:` lines (and its github-script step),
+// executed as written, against the fake server, the way the pull-request,
+// main-branch and nightly jobs run them: each job in a fresh copy of the
+// repository, with exactly the environment the workflow gives that job (its
+// secrets, nothing inherited; none for a fork's pull request), one shared
+// backend, the pull request's comments kept in a file. And the workflow as a
+// team would adopt it: actionlint (with shellcheck) and zizmor find nothing.
+import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import yaml from "js-yaml";
@@ -11,6 +14,8 @@ import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 import { USER_GROUPS_CLI } from "../support/user-groups-cli";
+
+const GITHUB_SCRIPT_RUNNER = path.join(REPO_ROOT, "test/support/github-script-runner.cjs");
 
 const EXAMPLE = path.join(REPO_ROOT, "examples/gitops");
 const SECRETS: Record<string, string> = {
@@ -21,39 +26,77 @@ const SECRETS: Record<string, string> = {
   USER_GROUPS_READONLY_API_KEY_TESTING: "gitops-testing-ro-key-000004",
 };
 const PR_NUMBER = "42";
+const REPOSITORY = "acme/groups";
 
 type Env = Record<string, string>;
 interface Step {
+  name?: string;
+  if?: string;
+  uses?: string;
   run?: string;
   env?: Env;
+  with?: Record<string, unknown>;
+}
+interface Job {
+  if?: string;
+  environment?: string;
+  concurrency?: { group: string; "cancel-in-progress": boolean };
+  env?: Env;
+  permissions?: Record<string, string>;
+  steps: Step[];
 }
 interface Workflow {
+  on: Record<string, { paths?: string[]; branches?: string[] } | unknown>;
   env?: Env;
   permissions?: unknown;
-  jobs: Record<string, { env?: Env; permissions?: Record<string, string>; steps: Step[] }>;
+  jobs: Record<string, Job>;
 }
 
-const workflow = yaml.load(readFileSync(path.join(EXAMPLE, "user-groups.yml"), "utf8")) as Workflow;
+const workflowText = readFileSync(path.join(EXAMPLE, "user-groups.yml"), "utf8");
+const workflow = yaml.load(workflowText) as Workflow;
 
 let server: FakeServer;
 let env: PulumiTestEnv;
 let binDir: string;
+let commentsStore: string;
 let jobs = 0;
 
+/** Who opened the pull request, and what GitHub gives its jobs. */
+interface JobContext {
+  /** A pull request from a fork: GitHub passes it no secrets. */
+  readonly fork?: boolean;
+  readonly secrets?: Record<string, string>;
+}
+
 /** GitHub's `${{ ... }}` for the contexts the workflow uses; anything else fails the test. A missing secret is "", as on GitHub. */
-function evaluate(value: string, vars: Env): string {
+function evaluate(value: string, vars: Env, context: JobContext): string {
+  const secrets = context.fork ? {} : { ...SECRETS, ...context.secrets };
   return value.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_all, expression: string) => {
-    const [context, name] = expression.split(/\.(.*)/s);
-    if (context === "secrets") return SECRETS[name!] ?? "";
-    if (context === "vars") return vars[name!] ?? "";
-    if (expression === "github.token") return "github-token-for-the-job";
-    if (expression === "github.event.pull_request.number") return PR_NUMBER;
+    const [name, field] = expression.split(/\.(.*)/s);
+    if (name === "secrets") return secrets[field!] ?? "";
+    if (name === "vars") return vars[field!] ?? "";
+    const known: Record<string, string> = {
+      "github.token": "github-token-for-the-job",
+      "github.event.pull_request.number": PR_NUMBER,
+      "github.event.pull_request.head.repo.full_name != github.repository": String(context.fork === true),
+      "github.server_url": "https://github.com",
+      "github.repository": REPOSITORY,
+      "github.run_id": "1234",
+    };
+    if (known[expression] !== undefined) return known[expression]!;
     throw new Error(`the test does not know the expression ${expression}`);
   });
 }
 
-function evaluated(values: Env | undefined, vars: Env): Env {
-  return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, evaluate(String(v), vars)]));
+function evaluated(values: Env | undefined, vars: Env, context: JobContext): Env {
+  return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, evaluate(String(v), vars, context)]));
+}
+
+/** Whether a step runs after an earlier one failed: only with `!cancelled()` (or always()). Any other condition fails the test. */
+function runsAfterFailure(condition: string | undefined): boolean {
+  if (condition === undefined) return false;
+  if (/^\$\{\{\s*(!cancelled\(\)|always\(\))\s*\}\}$/.test(condition)) return true;
+  throw new Error(`the test does not know the step condition ${condition}`);
 }
 
 interface JobRun {
@@ -65,14 +108,23 @@ interface JobRun {
   stepEnvs: Env[];
 }
 
-/** One job: a fresh copy of the repository, then each `run:` line (npm ci is what the shim on PATH stands for). */
-async function runJob(job: string): Promise<JobRun> {
+function exec(command: string, args: string[], cwd: string, stepEnv: Env): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env: stepEnv }, (error, out, err) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: out + err }));
+  });
+}
+
+/** One job: a fresh copy of the repository, then each `run:` line (npm ci is what the shim on PATH stands for) and github-script step. */
+async function runJob(job: string, context: JobContext = {}, edit?: (checkout: string) => void): Promise<JobRun> {
   const spec = workflow.jobs[job];
   if (!spec) throw new Error(`no job ${job}`);
   const checkout = path.join(env.workDir, "..", "checkouts", `${job}-${++jobs}`);
   mkdirSync(path.dirname(checkout), { recursive: true });
   cpSync(EXAMPLE, checkout, { recursive: true });
+  edit?.(checkout);
   const stepSummary = path.join(checkout, "..", `${job}-${jobs}-summary.md`);
+  const runnerTemp = path.join(checkout, "..", `${job}-${jobs}-runner-temp`);
+  mkdirSync(runnerTemp);
   const vars = { PULUMI_BACKEND_URL: `file://${env.backendDir}`, USER_GROUPS_BASE_URL: server.url };
   // What a runner provides (setup-node's node first on PATH), and nothing of this process's environment.
   const runner: Env = {
@@ -82,22 +134,45 @@ async function runJob(job: string): Promise<JobRun> {
     PULUMI_SKIP_UPDATE_CHECK: "true",
     GITHUB_STEP_SUMMARY: stepSummary,
     GITHUB_PATH: path.join(checkout, "..", `${job}-${jobs}-path`),
+    GITHUB_REPOSITORY: REPOSITORY,
+    RUNNER_TEMP: runnerTemp,
   };
   const result: JobRun = { code: 0, output: "", checkout, stepSummary, stepEnvs: [] };
   for (const step of spec.steps) {
-    if (step.run === undefined || step.run.startsWith("npm ci")) continue;
-    const stepEnv = { ...runner, ...evaluated(workflow.env, vars), ...evaluated(spec.env, vars), ...evaluated(step.env, vars) };
+    if (result.code !== 0 && !runsAfterFailure(step.if)) continue;
+    if (result.code === 0 && step.if !== undefined) runsAfterFailure(step.if); // a condition the test knows
+    const script = step.uses?.startsWith("actions/github-script@") ? String(step.with?.script) : undefined;
+    if (script === undefined && (step.run === undefined || step.run.startsWith("npm ci"))) continue;
+    const stepEnv = { ...runner, ...evaluated(workflow.env, vars, context), ...evaluated(spec.env, vars, context), ...evaluated(step.env, vars, context) };
     result.stepEnvs.push(stepEnv);
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile("bash", ["-e", "-c", step.run!], { cwd: checkout, env: stepEnv }, (error, out, err) =>
-        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout: out, stderr: err }),
-      );
-    });
-    result.output += stdout + stderr;
-    if (code !== 0) return { ...result, code };
+    let ran: { code: number; output: string };
+    if (script !== undefined) {
+      const scriptFile = path.join(runnerTemp, `github-script-${result.stepEnvs.length}.js`);
+      writeFileSync(scriptFile, script);
+      // As the action: its token, and PR_NUMBER only to tell the runner which pull request it is.
+      ran = await exec(process.execPath, [GITHUB_SCRIPT_RUNNER, scriptFile, commentsStore], checkout, { ...stepEnv, PR_NUMBER, GITHUB_TOKEN: evaluate("${{ github.token }}", vars, context) });
+    } else {
+      ran = await exec("bash", ["-e", "-c", step.run!], checkout, stepEnv);
+    }
+    result.output += ran.output;
+    if (ran.code !== 0 && result.code === 0) result.code = ran.code;
   }
   return result;
 }
+
+interface Comment {
+  id: number;
+  issue_number: number;
+  user: { login: string };
+  body: string;
+}
+
+function comments(): Comment[] {
+  return existsSync(commentsStore) ? (JSON.parse(readFileSync(commentsStore, "utf8")) as { comments: Comment[] }).comments : [];
+}
+
+const MARKER = "<!-- user-groups-preview -->";
+const botComments = () => comments().filter((c) => c.user.login === "github-actions[bot]" && c.body.startsWith(MARKER));
 
 beforeAll(async () => {
   server = await startFakeServer({
@@ -109,16 +184,16 @@ beforeAll(async () => {
     ],
   });
   env = createPulumiTestEnv("gitops");
-  // What `npm ci` + $GITHUB_PATH give the workflow: the package's command on PATH; and a
-  // `gh` that records the comment it would post.
+  // What `npm ci` + $GITHUB_PATH give the workflow: the package's command on PATH.
   binDir = path.join(env.workDir, "..", "bin");
   mkdirSync(binDir, { recursive: true });
   const shim = path.join(binDir, "user-groups");
   writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${USER_GROUPS_CLI}" "$@"\n`);
-  const gh = path.join(binDir, "gh");
-  writeFileSync(gh, `#!/bin/sh\n# gh pr comment NUMBER --body-file FILE\nprintf '%s\\n' "$@" > gh-args.txt\ncp "$5" gh-comment.md\n`);
   chmodSync(shim, 0o755);
-  chmodSync(gh, 0o755);
+  // The pull request already has a long discussion: 150 comments by people, one of them quoting the marker.
+  commentsStore = path.join(env.workDir, "..", "pull-request-comments.json");
+  const human = (id: number, body: string): Comment => ({ id, issue_number: Number(PR_NUMBER), user: { login: "reviewer" }, body });
+  writeFileSync(commentsStore, JSON.stringify({ nextId: 151, comments: Array.from({ length: 150 }, (_, i) => human(i + 1, i === 7 ? `${MARKER} quoted by a person` : `comment ${i + 1}`)) }));
 });
 
 afterAll(async () => {
@@ -137,20 +212,71 @@ describe("examples/gitops workflow", () => {
     expect(secretsOf("apply")).toEqual(["PULUMI_CONFIG_PASSPHRASE", "USER_GROUPS_API_KEY", "USER_GROUPS_API_KEY_TESTING"]);
     expect(workflow.permissions).toEqual({});
     expect(workflow.jobs.preview?.permissions).toEqual({ contents: "read", "pull-requests": "write" });
+    expect(workflow.jobs.apply?.permissions).toEqual({ contents: "read" });
+    expect(workflow.jobs.drift?.permissions).toEqual({ contents: "read" });
+    // The read-write keys only behind an environment (its protection rules and secrets).
+    expect(workflow.jobs.apply?.environment).toBe("production");
   });
 
-  it("previews a pull request with no API key, and posts the summary to it", async () => {
+  it("can be copied as is: its own concurrency per job, actions pinned by commit, a pinned Pulumi CLI, no credentials or install scripts left to PR code", () => {
+    const { preview, apply, drift } = workflow.jobs;
+    // Previews of one pull request cancel each other; an apply is never cancelled, and shares no group with a preview or drift.
+    expect(preview?.concurrency).toEqual({ group: "user-groups-preview-${{ github.event.pull_request.number }}", "cancel-in-progress": true });
+    expect(apply?.concurrency).toEqual({ group: "user-groups-apply-prod", "cancel-in-progress": false });
+    expect(drift?.concurrency?.["cancel-in-progress"]).toBe(false);
+    expect(new Set([preview, apply, drift].map((j) => j?.concurrency?.group)).size).toBe(3);
+    expect((workflow as { concurrency?: unknown }).concurrency).toBeUndefined();
+    for (const [name, job] of Object.entries(workflow.jobs)) {
+      const uses = job.steps.filter((step) => step.uses !== undefined);
+      // Every action by a full commit SHA, its release named beside it.
+      for (const step of uses) expect(step.uses, name).toMatch(/^[\w-]+\/[\w-]+@[0-9a-f]{40}$/);
+      expect(workflowText).not.toMatch(/uses: [^\n]*@v\d/);
+      for (const step of uses.filter((s) => s.uses!.startsWith("actions/checkout@"))) expect(step.with).toEqual({ "persist-credentials": false });
+      // The Pulumi CLI installed by the job, at the version the package pins.
+      const pulumi = uses.find((s) => s.uses!.startsWith("pulumi/actions@"));
+      expect(pulumi?.with, name).toEqual({ "pulumi-version": (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies["@pulumi/pulumi"] });
+      for (const step of job.steps.filter((s) => s.run?.includes("npm ci"))) expect(step.run, name).toMatch(/^npm ci --ignore-scripts /);
+    }
+    expect(workflowText.match(/uses: \S+@[0-9a-f]{40} # v\d+\.\d+\.\d+\n/g)).toHaveLength(10);
+    // Everything that changes what is applied triggers the preview and the apply.
+    const paths = ["groups.yaml", ".user-groups/**", "package.json", "package-lock.json", ".github/workflows/user-groups.yml"];
+    expect((workflow.on.pull_request as { paths: string[] }).paths).toEqual(paths);
+    expect((workflow.on.push as { paths: string[] }).paths).toEqual(paths);
+  });
+
+  it("previews a pull request with no API key, and posts the summary as one comment, updated on the next push", async () => {
     const preview = await runJob("preview");
     expect(preview.code, preview.output).toBe(0);
     for (const stepEnv of preview.stepEnvs) for (const [, key] of apiKeys) expect(Object.values(stepEnv)).not.toContain(key);
     expect(preview.output).toMatch(/3 create/);
     expect(server.groups()).toEqual([]);
     expect(server.journal()).toEqual([]);
-    const comment = readFileSync(path.join(preview.checkout, "gh-comment.md"), "utf8");
-    expect(readFileSync(path.join(preview.checkout, "gh-args.txt"), "utf8").split("\n").slice(0, 3)).toEqual(["pr", "comment", PR_NUMBER]);
-    expect(comment).toContain("**3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged**");
-    expect(comment).toContain("| default.acme | create | new group |");
-    expect(readFileSync(preview.stepSummary, "utf8")).toBe(comment);
+    const [comment, ...more] = botComments();
+    expect(more).toEqual([]);
+    expect(comment!.body).toContain("**3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged**");
+    expect(comment!.body).toContain("| default.acme | create | new group |");
+    expect(comment!.body).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
+
+    // The next push: the same comment, now saying what this push would do.
+    const again = await runJob("preview", {}, (checkout) =>
+      writeFileSync(path.join(checkout, "groups.yaml"), `${readFileSync(path.join(checkout, "groups.yaml"), "utf8")}  - { name: Initech, userGroupId: initech }\n`),
+    );
+    expect(again.code, again.output).toBe(0);
+    expect(botComments().map((c) => c.id)).toEqual([comment!.id]);
+    expect(botComments()[0]!.body).toContain("**4 to create,");
+    // People's comments are never touched, even one that quotes the marker.
+    expect(comments().filter((c) => c.user.login === "reviewer")).toHaveLength(150);
+    expect(comments().find((c) => c.id === 8)!.body).toBe(`${MARKER} quoted by a person`);
+  });
+
+  it("a pull request from a fork: no secrets, the groups file validated, the preview skipped with a notice", async () => {
+    const before = comments();
+    const fork = await runJob("preview", { fork: true });
+    expect(fork.code, fork.output).toBe(0);
+    for (const stepEnv of fork.stepEnvs) for (const secret of Object.values(SECRETS)) expect(Object.values(stepEnv)).not.toContain(secret);
+    expect(fork.output).toMatch(/groups\.yaml: 3 groups, valid/);
+    expect(fork.output).toMatch(/::notice title=user-groups::Preview skipped: a pull request from a fork gets no secrets/);
+    expect(comments()).toEqual(before);
   });
 
   it("applies on the main branch, in a fresh copy of the repository", async () => {
@@ -158,6 +284,15 @@ describe("examples/gitops workflow", () => {
     expect(apply.code, apply.output).toBe(0);
     expect(server.groups().map((g) => `${g.environment}/${g.user_group_id}`).sort()).toEqual(["Customer/acme", "Customer/globex", "Testing/acme"]);
     expect(readFileSync(apply.stepSummary, "utf8")).toContain("### user-groups: Applied of stack `prod`");
+  });
+
+  it("says so on the pull request when the preview fails (the job fails too)", async () => {
+    // The stack holds secrets now (the tokens): another passphrase cannot open it.
+    const failed = await runJob("preview", { secrets: { PULUMI_CONFIG_PASSPHRASE: "not-the-passphrase-of-the-stack" } });
+    expect(failed.code).toBe(1);
+    expect(failed.output).toMatch(/The passphrase does not decrypt the secrets of stack "prod"/);
+    expect(botComments()).toHaveLength(1);
+    expect(botComments()[0]!.body).toBe(`${MARKER}\n### user-groups: preview failed\n\nNothing was previewed; see [the job log](https://github.com/acme/groups/actions/runs/1234).\n`);
   });
 
   it("passes the nightly drift check with read-only keys, fails it after an out-of-band delete, and apply heals", async () => {
@@ -185,8 +320,40 @@ describe("examples/gitops workflow", () => {
 
   it("never prints or posts a token or an API key", async () => {
     const preview = await runJob("preview");
-    const all = [preview.output, readFileSync(path.join(preview.checkout, "gh-comment.md"), "utf8"), existsSync(preview.stepSummary) ? readFileSync(preview.stepSummary, "utf8") : ""].join("\n");
+    const all = [preview.output, ...comments().map((c) => c.body), existsSync(preview.stepSummary) ? readFileSync(preview.stepSummary, "utf8") : ""].join("\n");
     for (const [, key] of apiKeys) expect(all).not.toContain(key);
     expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
   });
+});
+
+describe("examples/gitops workflow under the linters", () => {
+  it(
+    "actionlint (with shellcheck on every run: script) and zizmor (offline) find nothing",
+    () => {
+      // Built from the Go module proxy and PyPI once, cached under ~/.cache/pulumi-user-groups/.
+      const tools = Object.fromEntries(
+        execFileSync(path.join(REPO_ROOT, "scripts/ensure-workflow-linters"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] })
+          .trim()
+          .split("\n")
+          .map((line) => line.split(" ") as [string, string]),
+      );
+      const file = path.join(EXAMPLE, "user-groups.yml");
+      const lint = (command: string, args: string[]) => {
+        // No GitHub token: zizmor stays offline; no inherited config.
+        const { GH_TOKEN: _gh, GITHUB_TOKEN: _github, ...quiet } = process.env;
+        try {
+          return { code: 0, output: execFileSync(command, args, { encoding: "utf8", env: quiet, stdio: ["ignore", "pipe", "pipe"] }) };
+        } catch (error) {
+          const failed = error as { status?: number; stdout?: string; stderr?: string };
+          return { code: failed.status ?? 1, output: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
+        }
+      };
+      const actionlint = lint(tools.actionlint!, ["-shellcheck", tools.shellcheck!, "-no-color", file]);
+      expect(actionlint, actionlint.output).toEqual({ code: 0, output: "" });
+      const zizmor = lint(tools.zizmor!, ["--offline", "--no-config", "--format", "json", file]);
+      expect(zizmor.code, zizmor.output).toBe(0);
+      expect(JSON.parse(zizmor.output)).toEqual([]);
+    },
+    15 * 60_000,
+  );
 });

@@ -3,7 +3,7 @@
 // reach a path, and a demo that never protects real credentials with the
 // public demo passphrase.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -79,9 +79,11 @@ describe("1. no key on a command line, none in an error", () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(Error);
-    const text = `${(error as Error).message}\n${(error as Error).stack ?? ""}\n${JSON.stringify(error)}`;
-    expect(text).toMatch(/incorrect passphrase/);
+    expect(error).toBeInstanceOf(automation.WrongPassphraseError);
+    // Ours, and Pulumi's underneath it (the cause), both scrubbed.
+    const cause = (error as Error).cause as Error;
+    const text = [error, cause].map((e) => `${(e as Error).message}\n${(e as Error).stack ?? ""}\n${JSON.stringify(e)}`).join("\n");
+    expect(text).toMatch(/does not decrypt the secrets of stack "config"[\s\S]*incorrect passphrase/);
     expect(text).not.toContain(KEY);
     expect(text).not.toContain("wrong-passphrase");
   });
@@ -179,5 +181,40 @@ describe("7. the demo with real credentials", () => {
     expect(run.stdout + run.stderr).not.toContain("real-key-0001");
     expect(existsSync(demoDir)).toBe(existed);
     if (!existed) rmSync(demoDir, { recursive: true, force: true });
+  });
+});
+
+describe("8. keys only through the environment or stdin, in every doc and message", () => {
+  /** Text files a user copies commands from, and every source that words a message. */
+  function filesToScan(): string[] {
+    const walk = (dir: string, keep: (file: string) => boolean): string[] =>
+      readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+        const rel = path.join(dir, entry.name);
+        if (entry.isDirectory()) return entry.name === "node_modules" ? [] : walk(rel, keep);
+        return keep(entry.name) ? [rel] : [];
+      });
+    // README.md is left to the package's owner (issue #23 item 8 lists its lines).
+    return [...walk("docs", (f) => f.endsWith(".md")), ...walk("examples", (f) => /\.(md|ts|ya?ml)$/.test(f)), ...walk("provider", (f) => f.endsWith(".ts"))];
+  }
+
+  it("never shows `pulumi config set` with a key's value as an argument", () => {
+    // `pulumi config set [--path] --secret ...apiKey <value>`: the value would be in `ps` and shell history.
+    const keyAsArgument = /config set[^`\n|]*\bapiKey\s+(?:"|\$|<|[A-Za-z0-9])/;
+    const offenders = filesToScan().flatMap((file) =>
+      readFileSync(path.join(REPO_ROOT, file), "utf8")
+        .split("\n")
+        .map((line, i) => ({ where: `${file}:${i + 1}`, line }))
+        .filter(({ line }) => keyAsArgument.test(line)),
+    );
+    expect(offenders).toEqual([]);
+    // The attack itself is caught: the old README line.
+    expect(keyAsArgument.test('pulumi config set --secret user-groups:apiKey "$CUSTOMER_KEY"')).toBe(true);
+    expect(keyAsArgument.test('printf %s "$KEY" | pulumi config set --secret user-groups:apiKey')).toBe(false);
+  });
+
+  it("documents that Pulumi's own -v / --debug output can print secrets, and what to do", () => {
+    const security = readFileSync(path.join(REPO_ROOT, "docs/security.md"), "utf8");
+    expect(security).toMatch(/Pulumi's debug output can print secrets/);
+    expect(security).toMatch(/-v=N[\s\S]*--debug[\s\S]*PULUMI_DEBUG_GRPC[\s\S]*never turn these on in CI with real keys/);
   });
 });

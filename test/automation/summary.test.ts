@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { DriftReport } from "../../provider/automation/drift";
 import type { GroupResult, RunResult } from "../../provider/automation/provision";
-import { driftSummaryMarkdown, MAX_SUMMARY_CHARS, markdownCell, runSummaryMarkdown } from "../../provider/cli/summary";
+import { driftSummaryMarkdown, MAX_SUMMARY_CHARS, markdownCell, markdownCode, runSummaryMarkdown } from "../../provider/cli/summary";
 
 const TOKEN = "a".repeat(64);
 
@@ -68,9 +68,54 @@ describe("runSummaryMarkdown", () => {
   });
 
   it("cannot be broken out of a table cell by a group's id", () => {
-    expect(markdownCell("a|b\n| x | <script> `c`")).toBe("a\\|b \\| x \\| \\<script\\> \\`c\\`");
+    expect(markdownCell("a|b\n| x | <script> `c`")).toBe("`` a\\|b \\| x \\| <script> `c` ``");
     const markdown = runSummaryMarkdown(result([group("evil|id\n### heading", "create")]));
     expect(markdown.split("\n").filter((l) => l.startsWith("###"))).toHaveLength(1);
+  });
+
+  it("keeps plain ids and words as they are", () => {
+    expect(markdownCell("default.group-1")).toBe("default.group-1");
+    expect(markdownCell("replaced: userGroupId changed")).toBe("replaced: userGroupId changed");
+    expect(markdownCode("prod")).toBe("`prod`");
+  });
+
+  // What GitHub would do with outside text: notify a team, make links, render markup, reorder or hide text.
+  const ATTACKS = ["x\u001b[8m", "rtl\u202eevil", "@org/team", "https://evil.example", "[a](http://x)", "www.evil.example", "<https://x>", "*bold* _it_ ~~s~~", "two `` ticks", "`edge`", "zero\u200bwidth", "tag\u{e0041}"];
+
+  /** The text of a row outside its code spans: what GitHub reads as Markdown (mentions, autolinks, markup). */
+  function outsideCode(line: string): string {
+    return line.replace(/(`+)(?:(?!\1)[\s\S])*?\1/g, "");
+  }
+
+  /** GFM table cells: split on pipes not escaped with a backslash. */
+  function cells(line: string): string[] {
+    return line.split(/(?<!\\)\|/).slice(1, -1);
+  }
+
+  it.each(ATTACKS)("neutralises %j in ids and in names: inert in a code span, controls shown as escapes", (attack) => {
+    const markdown = runSummaryMarkdown(result([{ resourceName: `default.${attack}`, userGroupId: attack, change: "update", changedFields: [attack] }]));
+    const row = markdown.split("\n").find((l) => l.startsWith("| `"))!;
+    expect(row, markdown).toBeDefined();
+    expect(cells(row)).toHaveLength(3);
+    const markup = outsideCode(row);
+    expect(markup).not.toMatch(/@|:\/\/|www\.|[<>[\]*_~]/);
+    // Nothing invisible or reordering anywhere, code spans included.
+    expect(markdown).not.toMatch(/[\p{Cc}\p{Cf}](?<!\n)/u);
+    if (attack.includes("\u001b")) expect(row).toContain("x\\x1b[8m");
+    if (attack.includes("\u202e")) expect(row).toContain("rtl\\u{202e}evil");
+  });
+
+  it("the drift summary neutralises a name the service returned", () => {
+    const markdown = driftSummaryMarkdown({
+      stack: "prod",
+      backendUrl: "file:///x",
+      checked: 1,
+      inSync: false,
+      drift: [{ resourceName: "default.a", userGroupId: "a", kind: "renamed", detail: 'name "A" in the state, "@org/team https://evil.example \u202e" on the service' }],
+    });
+    const row = markdown.split("\n").find((l) => l.startsWith("| default.a"))!;
+    expect(outsideCode(row)).not.toMatch(/@|:\/\//);
+    expect(row).toContain("\\u{202e}");
   });
 });
 

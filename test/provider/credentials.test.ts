@@ -45,13 +45,31 @@ describe("resolveCredentials", () => {
     );
   });
 
-  it("says exactly what to set when something is missing", () => {
-    expect(() => resolveCredentials(undefined, config({}), {})).toThrow(/user-groups:baseUrl .*USER_GROUPS_BASE_URL/);
+  it("says exactly what to set when something is missing, and never to put the key on a command line", () => {
+    expect(() => resolveCredentials(undefined, config({}), {})).toThrow(/USER_GROUPS_BASE_URL.*pulumi config set user-groups:baseUrl https:/);
+    // A Pulumi program's user: the environment, or stack config through stdin.
     expect(() => resolveCredentials(undefined, config({ "user-groups:baseUrl": "http://x" }), {})).toThrow(
-      /pulumi config set --secret user-groups:apiKey <key>.*USER_GROUPS_API_KEY/,
+      'No API key for the default profile: set USER_GROUPS_API_KEY, or keep it in stack config through stdin: `printf %s "$KEY" | pulumi config set --secret user-groups:apiKey`.',
     );
     expect(() => resolveCredentials("testing", config({}), { USER_GROUPS_BASE_URL_TESTING: "http://x" })).toThrow(
-      /profile "testing".*--path --secret user-groups:profiles.testing.apiKey.*USER_GROUPS_API_KEY_TESTING/,
+      /profile "testing": set USER_GROUPS_API_KEY_TESTING, .*printf %s "\$KEY" \| pulumi config set --path --secret user-groups:profiles.testing.apiKey`/,
     );
+  });
+
+  it("words the advice for who drives the engine: the CLI's users get environment variables, a library's its options", () => {
+    const missingKey = (profile: string | undefined, hints: string) => {
+      try {
+        resolveCredentials(profile, config({}), { USER_GROUPS_BASE_URL: "http://x", USER_GROUPS_BASE_URL_EU: "http://x", USER_GROUPS_HINTS: hints });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error("no error");
+    };
+    // The CLI writes the project file itself: there is nothing to run `pulumi config` in.
+    expect(missingKey(undefined, "cli")).toBe("No API key for the default profile: set USER_GROUPS_API_KEY in the environment of user-groups.");
+    expect(missingKey("eu", "cli")).toBe('No API key for profile "eu": set USER_GROUPS_API_KEY_EU in the environment of user-groups.');
+    expect(missingKey(undefined, "automation")).toMatch(/USER_GROUPS_API_KEY in the environment \(or the `envVars` option\), or pass `config: \{ "user-groups:apiKey": \{ value, secret: true \} \}`/);
+    expect(missingKey("eu", "automation")).toBe('No API key for profile "eu": set USER_GROUPS_API_KEY_EU in the environment (or the `envVars` option).');
+    for (const hints of ["cli", "automation", ""]) expect(missingKey(undefined, hints)).not.toMatch(/config set [^|]*apiKey ["<$]/);
   });
 });
