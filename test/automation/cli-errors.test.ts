@@ -139,7 +139,7 @@ describe("outside text reaches the terminal escaped (issue #23 item 5)", () => {
     const run = await cli({}, "validate", "--file", file);
     expect(run.code).toBe(2);
     expect(run.stderr).not.toMatch(UNSAFE);
-    expect(run.stderr).toContain('(userGroupId "fake\\n  - groups[9]: all fine\\u001b[2J")');
+    expect(run.stderr).toContain('(userGroupId "fake\\u000a  - groups[9]: all fine\\u001b[2J")');
     expect(run.stderr.split("\n").filter((l) => l.includes("groups[9]"))).toHaveLength(1);
     const json = await cli({}, "validate", "--file", file, "--json");
     expect(json.stdout).not.toMatch(UNSAFE);
