@@ -13,7 +13,7 @@ import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
-import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
+import { ChangeTracker, declareGroup, type EnsuredGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
@@ -51,7 +51,7 @@ export class FleetGroupError extends UserGroupsError {
 
 /** ensureMany when some groups failed: each entry's outcome, in the order given. */
 export class FleetEnsureError extends UserGroupsError {
-  constructor(readonly outcomes: readonly PromiseSettledResult<GroupResult>[]) {
+  constructor(readonly outcomes: readonly PromiseSettledResult<EnsuredGroup>[]) {
     const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
     super(
       "fleet_ensure_failed",
@@ -68,7 +68,7 @@ interface Waiter<T> {
 }
 
 type Request =
-  | { readonly kind: "ensure"; readonly resourceName: string; readonly spec: GroupSpec; readonly waiter: Waiter<GroupResult> }
+  | { readonly kind: "ensure"; readonly resourceName: string; readonly spec: GroupSpec; readonly waiter: Waiter<EnsuredGroup> }
   | { readonly kind: "remove"; readonly resourceName: string; readonly userGroupId: string; readonly profile?: string; readonly waiter: Waiter<GroupResult> };
 
 /** What a run's program saw of one group once the engine answered. */
@@ -89,6 +89,8 @@ function holdsAsAsked(held: FleetGroup, spec: GroupSpec): boolean {
   return !diffUserGroup(held, news).changes;
 }
 
+function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: GroupResult["change"], outputs: GroupOutputs): EnsuredGroup;
+function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: GroupResult["change"]): GroupResult;
 function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: GroupResult["change"], outputs?: GroupOutputs): GroupResult {
   return {
     resourceName: resourceNameOf(spec),
@@ -144,16 +146,20 @@ export class UserGroupFleet {
     if (!Number.isFinite(this.batchWindowMs) || this.batchWindowMs < 0) throw new RangeError("batchWindowMs must be a number >= 0");
   }
 
-  /** Makes sure the group exists as specified; resolves with its token (yours to keep secret) and what changed. */
-  async ensure(spec: unknown): Promise<GroupResult> {
+  /**
+   * Makes sure the group exists as specified; resolves with its token (yours to keep
+   * secret) and what changed. The spec is checked at run time too (for JavaScript
+   * callers): an invalid one rejects with GroupsValidationError before any run.
+   */
+  async ensure(spec: GroupSpec): Promise<EnsuredGroup> {
     return this.ensureValid(validateGroups([spec])[0]!);
   }
 
   /** ensure for several groups at once; results in the same order. Invalid entries fail the call before any run. */
-  async ensureMany(specs: readonly unknown[]): Promise<GroupResult[]> {
+  async ensureMany(specs: readonly GroupSpec[]): Promise<EnsuredGroup[]> {
     const valid = validateGroups(specs);
     const outcomes = await Promise.allSettled(valid.map((spec) => this.ensureValid(spec)));
-    if (outcomes.every((o) => o.status === "fulfilled")) return outcomes.map((o) => (o as PromiseFulfilledResult<GroupResult>).value);
+    if (outcomes.every((o) => o.status === "fulfilled")) return outcomes.map((o) => (o as PromiseFulfilledResult<EnsuredGroup>).value);
     throw new FleetEnsureError(outcomes);
   }
 
@@ -187,13 +193,13 @@ export class UserGroupFleet {
     await this.draining;
   }
 
-  private ensureValid(spec: GroupSpec): Promise<GroupResult> {
+  private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
     return this.enqueue((waiter) => ({ kind: "ensure", resourceName: resourceNameOf(spec), spec, waiter }));
   }
 
-  private enqueue(make: (waiter: Waiter<GroupResult>) => Request): Promise<GroupResult> {
+  private enqueue<T extends GroupResult>(make: (waiter: Waiter<T>) => Request): Promise<T> {
     if (this.closed) return Promise.reject(new FleetClosedError());
-    return new Promise<GroupResult>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       this.queue.push(make({ resolve, reject }));
       // Calls made while a run is under way join the next batch when it ends; the
       // first call of an idle fleet waits the window for company.

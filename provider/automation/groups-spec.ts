@@ -3,7 +3,7 @@
 // twice under one profile (profiles stand for environments; two profiles may
 // still share one environment, which only the service can tell).
 import { z } from "zod";
-import { userGroupInputsSchema } from "../logic/inputs";
+import { type UserGroupInputs, userGroupInputsSchema } from "../logic/inputs";
 import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { MAX_BODY_BYTES } from "../wire/schemas";
 import { UserGroupsError } from "../wire/errors";
@@ -14,9 +14,12 @@ export { resourceNameOf } from "./resource-name";
 /** A group's properties travel in one request body, which the service caps (W2). */
 export const MAX_PROPERTIES_BYTES = MAX_BODY_BYTES;
 
+/** @internal The public form is automation/index.ts's groupSpecSchema (its type never mentions zod). */
 export const groupSpecSchema = userGroupInputsSchema.strict();
-export type GroupSpec = z.infer<typeof groupSpecSchema>;
+/** One group of a groups file, of `provisionUserGroups` or of a fleet call: a UserGroup's inputs. */
+export type GroupSpec = UserGroupInputs;
 
+/** @internal */
 export const groupsDocumentSchema = z.strictObject({ groups: z.array(z.unknown()) });
 
 export interface SpecProblem {

@@ -1,6 +1,10 @@
 // pulumi-user-groups/automation: provision many groups from code.
+import { type GroupSpec, groupSpecSchema as groupSpecZodSchema } from "./groups-spec";
+import type { Validator } from "../wire/schemas";
+
 export {
   destroyUserGroups,
+  type EnsuredGroup,
   type GroupChange,
   type GroupEvent,
   type GroupResult,
@@ -17,7 +21,7 @@ export {
 } from "./provision";
 export { compareDrift, detectDrift, type DriftKind, type DriftOptions, type DriftReport, type GroupDrift } from "./drift";
 export { formatDuration, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
-export { type GroupSpec, groupSpecSchema, GroupsValidationError, type SpecProblem, validateGroups } from "./groups-spec";
+export { type GroupSpec, GroupsValidationError, type SpecProblem, validateGroups } from "./groups-spec";
 export { type GroupIdentity, groupOfResourceName, resourceNameOf, ResourceNameError } from "./resource-name";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
 export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";
@@ -36,3 +40,8 @@ export { UserGroupApiError } from "../client/errors";
 export { UserGroupsError } from "../wire/errors";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { UntrustedWorkspaceError } from "./workspace";
+export type { UserGroupInputs } from "../logic/inputs";
+export type { Environment, JsonValue, Mapping, Properties, Validator } from "../wire/schemas";
+
+/** Checks one group spec as validateGroups does for each entry (its type leaves zod out of the package's declarations). */
+export const groupSpecSchema: Validator<GroupSpec> = groupSpecZodSchema;

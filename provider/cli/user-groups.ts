@@ -5,7 +5,7 @@
 // 3 changes with --expect-no-changes, or drift found.
 import "../compile-cache"; // first: it covers the modules loaded after it
 import { createInterface } from "node:readline/promises";
-import { GroupsValidationError } from "../automation/groups-spec";
+import { type GroupSpec, GroupsValidationError } from "../automation/groups-spec";
 import { type CliArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE, UsageError } from "./args";
 import { readGroupsFile } from "./groups-file";
 import type { CliIo } from "./io";
@@ -18,7 +18,7 @@ export { formatDriftTable, formatTable } from "./table";
 
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   let args: CliArgs | "help";
-  let groups: unknown[] | undefined;
+  let groups: GroupSpec[] | undefined;
   try {
     args = parseCliArgs(argv);
     if (args === "help") {
