@@ -1,7 +1,7 @@
 // pulumi-user-groups: the UserGroup resource and the pieces beneath it.
 import type * as HttpClientModule from "./client/http-client";
 
-export { UserGroup, type UserGroupArgs } from "./resource/user-group";
+export { ImportNotSupportedError, UserGroup, type UserGroupArgs } from "./resource/user-group";
 export type { ClientOptions, Timeouts } from "./client/http-client";
 export { UserGroupApiError } from "./client/errors";
 export { UserGroupExistsError } from "./logic/operations";
