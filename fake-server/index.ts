@@ -1,4 +1,8 @@
-// Public entry of `pulumi-user-groups/fake-server`.
+/**
+ * The local emulator of `/api/user`, in process: `startFakeServer`, its options, fault
+ * rules and the OpenAPI document.
+ * @module pulumi-user-groups/fake-server
+ */
 import type { Validator } from "../provider/wire/schemas.js";
 import { type FaultRule, faultRuleSchema as faultRuleZodSchema } from "./faults.js";
 
@@ -18,7 +22,7 @@ export {
 export type { JournalEntry } from "./journal.js";
 export type { StoredGroup } from "./store.js";
 export type { ApiMethod, Environment, JsonValue, Mapping, Properties, Validator } from "../provider/wire/schemas.js";
-export { buildOpenApiDocument } from "./openapi.js";
+export { buildOpenApiDocument, type JsonSchema } from "./openapi.js";
 
 /** Checks one fault rule as `POST /__admin/faults` does (its type leaves zod out of the package's declarations). */
 export const faultRuleSchema: Validator<FaultRule> = faultRuleZodSchema;

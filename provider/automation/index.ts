@@ -1,4 +1,9 @@
-// pulumi-user-groups/automation: provision many groups from code.
+/**
+ * Provisioning from code: `provisionUserGroups` and friends declare a stack's whole set
+ * of groups; `UserGroupFleet` adds or changes groups on demand, from services; recovery,
+ * drift and the groups-file checks the `user-groups` command uses.
+ * @module pulumi-user-groups/automation
+ */
 import { type GroupSpec, groupSpecSchema as groupSpecZodSchema } from "./groups-spec";
 import type { Validator } from "../wire/schemas";
 
@@ -19,8 +24,17 @@ export {
   type RunSummary,
   StackNotFoundError,
 } from "./provision";
-export { compareDrift, detectDrift, type DriftKind, type DriftOptions, type DriftReport, type GroupDrift } from "./drift";
-export { formatDuration, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
+export {
+  compareDrift,
+  detectDrift,
+  type DriftKind,
+  type DriftOptions,
+  type DriftReport,
+  type GroupDrift,
+  type ServiceGroup,
+  type StateGroup,
+} from "./drift";
+export { formatDuration, type LockWaitOptions, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
 export { type GroupSpec, GroupsValidationError, type SpecProblem, validateGroups } from "./groups-spec";
 export { type GroupIdentity, groupOfResourceName, resourceNameOf, ResourceNameError } from "./resource-name";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";

@@ -27,10 +27,8 @@ export const userGroupInputsSchema = z.object({
   adoptExisting: z.boolean().optional(),
   profile: profileSchema.optional(),
 });
-/**
- * A user group as a program, a groups file or a fleet call declares it
- * (`z.infer` of userGroupInputsSchema, written out: see provider/wire/schemas.ts).
- */
+// What userGroupInputsSchema infers, written out (provider/wire/schemas.ts says why).
+/** A user group as a program, a groups file or a fleet call declares it. */
 export interface UserGroupInputs {
   /** The group's display name: 1 to 255 characters, not blank. */
   name: string;

@@ -9,7 +9,7 @@ import { PROVIDER_MODULE_TEXT } from "./provider-shell";
 export const USER_GROUP_TYPE = "pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup";
 
 /** Each member may itself be a value, a promise or an output. */
-type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+export type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };
 
 /** The inputs' shape, from the schema `check` validates with (test/provider/shape.test.ts proves the args follow it). */
 type Shape = Required<UserGroupInputs>;

@@ -25,7 +25,8 @@ export interface Validator<T> {
 export const ENVIRONMENTS = ["Customer", "Testing"] as const;
 /** @internal */
 export const environmentSchema = z.enum(ENVIRONMENTS);
-export type Environment = (typeof ENVIRONMENTS)[number];
+/** The environment an API key belongs to; ids are unique within one. */
+export type Environment = "Customer" | "Testing";
 
 export const MAX_NAME_CHARS = 255;
 export const MAX_ID_CHARS = 255;
