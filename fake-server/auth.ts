@@ -4,8 +4,9 @@
 // compared, without stopping at the first match.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { environmentSchema } from "../provider/wire/schemas.js";
+import { type Environment, environmentSchema } from "../provider/wire/schemas.js";
 
+/** @internal */
 export const apiKeyConfigSchema = z.object({
   key: z
     .string()
@@ -14,7 +15,15 @@ export const apiKeyConfigSchema = z.object({
   environment: environmentSchema,
   readOnly: z.boolean().optional(),
 });
-export type ApiKeyConfig = z.infer<typeof apiKeyConfigSchema>;
+/** One API key the server accepts (written out so that the declarations never mention zod). */
+export interface ApiKeyConfig {
+  /** The key itself: printable ASCII without spaces. */
+  key: string;
+  /** The environment whose groups the key sees and changes. */
+  environment: Environment;
+  /** A read-only key may only GET a group that exists (W1). */
+  readOnly?: boolean | undefined;
+}
 
 /** A key as the server uses it: the secret itself never leaves this module's records. */
 export interface ApiKey {

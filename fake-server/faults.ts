@@ -1,7 +1,7 @@
 // Fault injection: rules installed through `POST /__admin/faults` (or the
 // in-process helpers) that make chosen requests fail in chosen ways.
 import { z } from "zod";
-import { API_METHODS } from "../provider/wire/schemas.js";
+import { type ApiMethod, API_METHODS } from "../provider/wire/schemas.js";
 
 export const FAULT_ACTIONS = ["status", "delay", "reset", "drop-after-apply"] as const;
 
@@ -17,6 +17,7 @@ const ruleBase = {
   seed: z.number().int().min(0).max(0xffff_ffff).optional(),
 };
 
+/** @internal */
 export const faultRuleSchema = z.discriminatedUnion("action", [
   z.strictObject({
     ...ruleBase,
@@ -28,9 +29,43 @@ export const faultRuleSchema = z.discriminatedUnion("action", [
   z.strictObject({ ...ruleBase, action: z.literal("reset") }),
   z.strictObject({ ...ruleBase, action: z.literal("drop-after-apply") }),
 ]);
-export type FaultRule = z.infer<typeof faultRuleSchema>;
-export type FaultRuleInput = z.input<typeof faultRuleSchema>;
+/** What every fault rule matches on and how often it fires. */
+export interface FaultRuleBase {
+  method: ApiMethod;
+  /** Matches the body's user_group_id, or for POST/DELETE the id of the group owning current_token. */
+  user_group_id?: string | undefined;
+  /** Fires for the first `times` matches only. */
+  times?: number | undefined;
+  /** Fires on each match with this chance (0 to 1). */
+  probability?: number | undefined;
+  /** Seeds the rule's own generator for `probability`, so that a failing run can be replayed. */
+  seed?: number | undefined;
+}
+/** A fault rule: answer a status, wait first, reset the connection, or apply and then drop the answer. */
+export type FaultRule = StatusFaultRule | DelayFaultRule | ResetFaultRule | DropAfterApplyFaultRule;
+/** Answers with `status` (and a Retry-After of `retryAfter` seconds) instead of handling the request. */
+export interface StatusFaultRule extends FaultRuleBase {
+  action: "status";
+  status: number;
+  retryAfter?: number | undefined;
+}
+/** Waits `delayMs` (at most 10 minutes), then handles the request. */
+export interface DelayFaultRule extends FaultRuleBase {
+  action: "delay";
+  delayMs: number;
+}
+/** Resets the connection before handling the request. */
+export interface ResetFaultRule extends FaultRuleBase {
+  action: "reset";
+}
+/** Carries the request out, then destroys the socket without answering: the lost-response case. */
+export interface DropAfterApplyFaultRule extends FaultRuleBase {
+  action: "drop-after-apply";
+}
+/** A rule as given to the server (no field has a default, so the same as FaultRule). */
+export type FaultRuleInput = FaultRule;
 
+/** @internal */
 export const faultRulesBodySchema = z.strictObject({ rules: z.array(faultRuleSchema) });
 
 /** A rule plus how many more times it may fire (undefined = unlimited) and its chance generator. */

@@ -1,8 +1,28 @@
-// Public entry of `pulumi-user-groups/fake-server`.
+/**
+ * The local emulator of `/api/user`, in process: `startFakeServer`, its options, fault
+ * rules and the OpenAPI document.
+ * @module pulumi-user-groups/fake-server
+ */
+import type { Validator } from "../provider/wire/schemas.js";
+import { type FaultRule, faultRuleSchema as faultRuleZodSchema } from "./faults.js";
+
 export { startFakeServer, type FakeServer } from "./server.js";
 export type { FakeServerOptions, LogSink } from "./options.js";
 export type { ApiKeyConfig } from "./auth.js";
-export { faultRuleSchema, FAULT_ACTIONS, type FaultRule, type FaultRuleInput } from "./faults.js";
+export {
+  FAULT_ACTIONS,
+  type DelayFaultRule,
+  type DropAfterApplyFaultRule,
+  type FaultRule,
+  type FaultRuleBase,
+  type FaultRuleInput,
+  type ResetFaultRule,
+  type StatusFaultRule,
+} from "./faults.js";
 export type { JournalEntry } from "./journal.js";
 export type { StoredGroup } from "./store.js";
-export { buildOpenApiDocument } from "./openapi.js";
+export type { ApiMethod, Environment, JsonValue, Mapping, Properties, Validator } from "../provider/wire/schemas.js";
+export { buildOpenApiDocument, type JsonSchema } from "./openapi.js";
+
+/** Checks one fault rule as `POST /__admin/faults` does (its type leaves zod out of the package's declarations). */
+export const faultRuleSchema: Validator<FaultRule> = faultRuleZodSchema;

@@ -17,7 +17,8 @@ import {
   type ApiMethod,
 } from "../provider/wire/schemas.js";
 
-type JsonSchema = { [key: string]: unknown };
+/** A JSON Schema (or OpenAPI) document, as plain JSON. */
+export type JsonSchema = { [key: string]: unknown };
 
 const OPERATION_TEXT: Record<ApiMethod, { id: string; summary: string; description: string }> = {
   GET: {

@@ -1,7 +1,7 @@
 // startFakeServer options, validated once at start so mistakes fail loudly.
 import { z } from "zod";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
-import { apiKeyConfigSchema } from "./auth.js";
+import { type ApiKeyConfig, apiKeyConfigSchema } from "./auth.js";
 import { UserGroupsError } from "../provider/wire/errors.js";
 
 export const DEFAULT_HOST = "127.0.0.1";
@@ -19,6 +19,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** Connections open at once; more are refused (each may buffer a body of up to 1 MiB). */
 export const DEFAULT_MAX_CONNECTIONS = 256;
 
+/** @internal */
 export const rateLimitSchema = z.object({
   requests: z.number().int().positive(),
   windowSeconds: z.number().positive(),
@@ -26,6 +27,7 @@ export const rateLimitSchema = z.object({
 
 export type LogSink = (line: string) => void;
 
+/** @internal */
 export const fakeServerOptionsSchema = z.object({
   host: z.string().min(1).default(DEFAULT_HOST),
   port: z.number().int().min(0).max(65535).default(0),
@@ -43,8 +45,48 @@ export const fakeServerOptionsSchema = z.object({
   requestTimeoutMs: z.number().int().positive().default(DEFAULT_REQUEST_TIMEOUT_MS),
   maxConnections: z.number().int().positive().default(DEFAULT_MAX_CONNECTIONS),
 }).refine((o) => o.headersTimeoutMs <= o.requestTimeoutMs, { path: ["headersTimeoutMs"], message: "must not exceed requestTimeoutMs" });
-export type FakeServerOptions = z.input<typeof fakeServerOptionsSchema>;
-export type ResolvedOptions = z.output<typeof fakeServerOptionsSchema>;
+/** The options of startFakeServer (written out so that the declarations never mention zod). */
+export interface FakeServerOptions {
+  /** Default 127.0.0.1. */
+  host?: string | undefined;
+  /** Default 0: any free port. */
+  port?: number | undefined;
+  /** At least one; no key twice. */
+  apiKeys: ApiKeyConfig[];
+  /** Persist the state there across restarts (atomic writes). */
+  dataFile?: string | undefined;
+  /** At most `requests` per `windowSeconds` per API key; past it, 429 with Retry-After. */
+  rateLimit?: { requests: number; windowSeconds: number } | undefined;
+  /** One line per request: true for stderr, or a function of your own. */
+  log?: boolean | LogSink | undefined;
+  /** Request journal entries kept (default 1000). */
+  journalSize?: number | undefined;
+  /** The journal's byte budget (default 64 MiB). */
+  journalBytes?: number | undefined;
+  /** Admin endpoints from other hosts need this token. */
+  adminToken?: string | undefined;
+  /** All headers within this many ms (default 10 s). */
+  headersTimeoutMs?: number | undefined;
+  /** The whole request within this many ms (default 30 s). */
+  requestTimeoutMs?: number | undefined;
+  /** Connections open at once (default 256). */
+  maxConnections?: number | undefined;
+}
+/** Options after defaults. */
+export interface ResolvedOptions {
+  host: string;
+  port: number;
+  apiKeys: ApiKeyConfig[];
+  dataFile?: string | undefined;
+  rateLimit?: { requests: number; windowSeconds: number } | undefined;
+  log?: boolean | LogSink | undefined;
+  journalSize: number;
+  journalBytes: number;
+  adminToken?: string | undefined;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxConnections: number;
+}
 
 /** Parses options; the error names the option (never echoes a key). */
 export function resolveOptions(options: FakeServerOptions): ResolvedOptions {

@@ -12,7 +12,7 @@ import {
   type Properties,
 } from "../provider/wire/schemas.js";
 
-/** A stored group, exactly as `GET /__admin/groups` and the data file show it. */
+/** @internal A stored group, exactly as `GET /__admin/groups` and the data file show it. */
 export const storedGroupSchema = z.object({
   environment: environmentSchema,
   user_group_id: z.string(),
@@ -22,15 +22,27 @@ export const storedGroupSchema = z.object({
   team_id: z.number().int().positive(),
   token: z.string(),
 });
-export type StoredGroup = z.infer<typeof storedGroupSchema>;
+export interface StoredGroup {
+  environment: Environment;
+  user_group_id: string;
+  name: string;
+  mapping: Mapping;
+  properties: Properties | null;
+  team_id: number;
+  token: string;
+}
 
-/** What the data file holds. */
+/** @internal What the data file holds. */
 export const snapshotSchema = z.object({
   version: z.literal(1),
   next_team_id: z.number().int().positive(),
   groups: z.array(storedGroupSchema),
 });
-export type Snapshot = z.infer<typeof snapshotSchema>;
+export interface Snapshot {
+  version: 1;
+  next_team_id: number;
+  groups: StoredGroup[];
+}
 
 export interface NewGroup {
   name: string;

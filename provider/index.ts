@@ -1,9 +1,15 @@
-// pulumi-user-groups: the UserGroup resource and the pieces beneath it.
+/**
+ * The `UserGroup` resource a Pulumi program declares, the HTTP client of `/api/user`
+ * beneath it, and the errors every part of the package throws.
+ * @module pulumi-user-groups
+ */
 import type * as HttpClientModule from "./client/http-client";
 
-export { UserGroup, type UserGroupArgs } from "./resource/user-group";
+export { ImportNotSupportedError, type InputMembers, UserGroup, type UserGroupArgs } from "./resource/user-group";
 export type { ClientOptions, Timeouts } from "./client/http-client";
-export { UserGroupApiError } from "./client/errors";
+export { type ApiErrorDetails, type FailureKind, UserGroupApiError } from "./client/errors";
+export type { Pacer, PacerClock, PacerOptions, PacerState } from "./client/pacer";
+export type { AttemptOutcome, RetryPolicy } from "./client/retry-policy";
 export { UserGroupExistsError } from "./logic/operations";
 export { MissingCredentialsError } from "./logic/credentials";
 export { UserGroupsError } from "./wire/errors";

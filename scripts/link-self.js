@@ -5,15 +5,16 @@
 // package's commands in node_modules/.bin, so that the examples, the root
 // Pulumi.yaml and `npx user-groups ...` work exactly as for a user who
 // installed the package, without an install of their own.
-// Run as the `prepare` script: npm runs it after `npm install` / `npm ci` in this
-// repository, never in the install of a consumer of the published tarball.
+// Run by `npm run build:tools` and `npm run typecheck:examples` (so by `npm test`,
+// `npm start`, the benchmarks) and by the tests' global setup: never an install
+// script, so the published package.json has none and a consumer's install runs
+// nothing of ours (npm lists a dependency's `prepare` among its install scripts).
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
 
 const root = path.resolve(__dirname, "..");
-// Installed as someone's dependency (a git dependency runs `prepare` too): npm
-// links our commands itself.
+// Inside someone's node_modules: npm links our commands itself.
 if (root.split(path.sep).includes("node_modules")) process.exit(0);
 
 const link = path.join(root, "node_modules", "pulumi-user-groups");

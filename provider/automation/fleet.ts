@@ -18,6 +18,7 @@ import {
   assertWithinBatch,
   ChangeTracker,
   declareGroup,
+  type EnsuredGroup,
   type GroupChange,
   type GroupResult,
   type Operation,
@@ -65,7 +66,7 @@ export class FleetGroupError extends UserGroupsError {
 
 /** ensureMany when some groups failed: each entry's outcome, in the order given. */
 export class FleetEnsureError extends UserGroupsError {
-  constructor(readonly outcomes: readonly PromiseSettledResult<GroupResult>[]) {
+  constructor(readonly outcomes: readonly PromiseSettledResult<EnsuredGroup>[]) {
     const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
     super(
       "fleet_ensure_failed",
@@ -82,7 +83,7 @@ interface Waiter<T> {
 }
 
 type Request =
-  | { readonly kind: "ensure"; readonly resourceName: string; readonly spec: GroupSpec; readonly waiter: Waiter<GroupResult> }
+  | { readonly kind: "ensure"; readonly resourceName: string; readonly spec: GroupSpec; readonly waiter: Waiter<EnsuredGroup> }
   | { readonly kind: "remove"; readonly resourceName: string; readonly userGroupId: string; readonly profile?: string; readonly waiter: Waiter<GroupResult> };
 
 /** What a run's program saw of one group once the engine answered. */
@@ -103,6 +104,8 @@ function holdsAsAsked(held: FleetGroup, spec: GroupSpec): boolean {
   return !diffUserGroup(held, news).changes;
 }
 
+function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: GroupResult["change"], outputs: GroupOutputs): EnsuredGroup;
+function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: GroupResult["change"]): GroupResult;
 function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, change: GroupResult["change"], outputs?: GroupOutputs): GroupResult {
   return {
     resourceName: resourceNameOf(spec),
@@ -171,16 +174,20 @@ export class UserGroupFleet {
     if (!Number.isFinite(this.batchWindowMs) || this.batchWindowMs < 0) throw new RangeError("batchWindowMs must be a number >= 0");
   }
 
-  /** Makes sure the group exists as specified; resolves with its token (yours to keep secret) and what changed. */
-  async ensure(spec: unknown): Promise<GroupResult> {
+  /**
+   * Makes sure the group exists as specified; resolves with its token (yours to keep
+   * secret) and what changed. The spec is checked at run time too (for JavaScript
+   * callers): an invalid one rejects with GroupsValidationError before any run.
+   */
+  async ensure(spec: GroupSpec): Promise<EnsuredGroup> {
     return this.ensureValid(validateGroups([spec])[0]!);
   }
 
   /** ensure for several groups at once; results in the same order. Invalid entries fail the call before any run. */
-  async ensureMany(specs: readonly unknown[]): Promise<GroupResult[]> {
+  async ensureMany(specs: readonly GroupSpec[]): Promise<EnsuredGroup[]> {
     const valid = validateGroups(specs);
     const outcomes = await Promise.allSettled(valid.map((spec) => this.ensureValid(spec)));
-    if (outcomes.every((o) => o.status === "fulfilled")) return outcomes.map((o) => (o as PromiseFulfilledResult<GroupResult>).value);
+    if (outcomes.every((o) => o.status === "fulfilled")) return outcomes.map((o) => (o as PromiseFulfilledResult<EnsuredGroup>).value);
     throw new FleetEnsureError(outcomes);
   }
 
@@ -214,13 +221,13 @@ export class UserGroupFleet {
     await this.draining;
   }
 
-  private ensureValid(spec: GroupSpec): Promise<GroupResult> {
+  private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
     return this.enqueue((waiter) => ({ kind: "ensure", resourceName: resourceNameOf(spec), spec, waiter }));
   }
 
-  private enqueue(make: (waiter: Waiter<GroupResult>) => Request): Promise<GroupResult> {
+  private enqueue<T extends GroupResult>(make: (waiter: Waiter<T>) => Request): Promise<T> {
     if (this.closed) return Promise.reject(new FleetClosedError());
-    return new Promise<GroupResult>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       this.queue.push(make({ resolve, reject }));
       // Calls made while a run is under way join the next batch when it ends; the
       // first call of an idle fleet waits the window for company.
@@ -276,7 +283,7 @@ export class UserGroupFleet {
     const changes = new Map<string, GroupChange>();
     await settleEach(
       [...toRun.keys()],
-      async (names): Promise<RunAttempt<GroupResult>> => {
+      async (names): Promise<RunAttempt<EnsuredGroup>> => {
         const specs = new Map(names.map((name) => [name, toRun.get(name)!]));
         const outputs = new Map<string, GroupOutputs>();
         const outcome = await this.runEngine("up", specs, async (tracker) => {
@@ -295,7 +302,7 @@ export class UserGroupFleet {
           });
         });
         mergeChanges(changes, outcome.tracker.changes);
-        const settled = new Map<string, GroupOutcome<GroupResult>>();
+        const settled = new Map<string, GroupOutcome<EnsuredGroup>>();
         for (const [name, spec] of specs) {
           const got = outputs.get(name);
           const change = outcome.tracker.changes.get(name);
@@ -338,10 +345,14 @@ export class UserGroupFleet {
   }
 
   /** Settles the batch's requests for this group (one, or several asking the same). */
-  private settleRequests(batch: readonly Request[], resourceName: string, outcome: GroupOutcome<GroupResult>): void {
+  private settleRequests<K extends Request["kind"]>(
+    batch: readonly Extract<Request, { kind: K }>[],
+    resourceName: string,
+    outcome: GroupOutcome<Parameters<Extract<Request, { kind: K }>["waiter"]["resolve"]>[0]>,
+  ): void {
     for (const request of batch) {
       if (request.resourceName !== resourceName) continue;
-      if (outcome.ok) request.waiter.resolve(outcome.value);
+      if (outcome.ok) (request.waiter as Waiter<typeof outcome.value>).resolve(outcome.value);
       else this.reject(request, outcome.error, batch);
     }
   }

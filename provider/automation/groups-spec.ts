@@ -5,7 +5,7 @@
 // plain data, so any value Pulumi reserves is refused, the unknown marker
 // included (reserved-values.ts).
 import { z } from "zod";
-import { userGroupInputsSchema } from "../logic/inputs";
+import { type UserGroupInputs, userGroupInputsSchema } from "../logic/inputs";
 import { reservedValueProblems } from "../logic/reserved-values";
 import { formatIssues, quoteForMessage, WORDED_ISSUES } from "../wire/issues";
 import { MAX_BODY_BYTES } from "../wire/schemas";
@@ -17,9 +17,12 @@ export { resourceNameOf } from "./resource-name";
 /** A group's properties travel in one request body, which the service caps (W2). */
 export const MAX_PROPERTIES_BYTES = MAX_BODY_BYTES;
 
+/** @internal The public form is automation/index.ts's groupSpecSchema (its type never mentions zod). */
 export const groupSpecSchema = userGroupInputsSchema.strict();
-export type GroupSpec = z.infer<typeof groupSpecSchema>;
+/** One group of a groups file, of `provisionUserGroups` or of a fleet call: a UserGroup's inputs. */
+export type GroupSpec = UserGroupInputs;
 
+/** @internal */
 export const groupsDocumentSchema = z.strictObject({ groups: z.array(z.unknown()) });
 
 export interface SpecProblem {

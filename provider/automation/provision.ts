@@ -34,6 +34,14 @@ export interface GroupResult {
   readonly apiEnvironmentTag?: Environment;
 }
 
+/** What `UserGroupFleet.ensure` answers: the group as the stack holds it after the call, its token included. */
+export interface EnsuredGroup extends GroupResult {
+  readonly name: string;
+  /** The group's token: yours to keep secret. */
+  readonly token: string;
+  readonly teamId: number;
+}
+
 export interface RunSummary {
   readonly create: number;
   readonly update: number;
@@ -88,7 +96,8 @@ export interface RunOptions {
 }
 
 export interface ProvisionOptions extends RunOptions {
-  readonly groups: readonly unknown[];
+  /** The whole desired set (groups left out are deleted); checked at run time too, for JavaScript callers. */
+  readonly groups: readonly GroupSpec[];
 }
 
 export type Operation = "preview" | "up" | "refresh" | "destroy";

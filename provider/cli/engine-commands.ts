@@ -6,7 +6,7 @@ import path from "node:path";
 import { detectDrift } from "../automation/drift";
 import { EngineEdgeError } from "../automation/engine-errors";
 import { FleetStackError, isFleetStack } from "../automation/fleet";
-import { GroupsValidationError } from "../automation/groups-spec";
+import { type GroupSpec, GroupsValidationError } from "../automation/groups-spec";
 import { formatDuration, StackLockedError, StackLockTimeoutError } from "../automation/lock-wait";
 import {
   destroyUserGroups,
@@ -67,7 +67,7 @@ function lockWaitReporter(args: CliArgs, io: CliIo, backendUrl: () => string): R
 }
 
 /** Runs an engine command of parsed, validated arguments; returns the exit code. */
-export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefined, io: CliIo): Promise<number> {
+export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec[] | undefined, io: CliIo): Promise<number> {
   const changing = args.operation === "up" || args.operation === "destroy" || args.operation === "recover";
   if (changing && !args.yes && !io.isTty) {
     const message = `refusing to ${args.operation} without --yes: not on a terminal, so nobody can confirm.`;
@@ -145,7 +145,7 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
   }
 }
 
-async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { groups: unknown[] }): Promise<RunResult> {
+async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { groups: readonly GroupSpec[] }): Promise<RunResult> {
   switch (args.operation) {
     case "preview":
       return previewUserGroups(options);

@@ -6,7 +6,7 @@
 // problem names the file and the entry.
 import { readFileSync, statSync } from "node:fs";
 import yaml from "js-yaml";
-import { groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
+import { type GroupSpec, groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
 import { UserGroupsError } from "../wire/errors";
 import { UsageError } from "./args";
 
@@ -56,7 +56,7 @@ export function parseGroupsText(text: string, file: string): unknown {
 }
 
 /** Reads and validates a groups file; every problem names the file and the entry. */
-export function readGroupsFile(file: string): unknown[] {
+export function readGroupsFile(file: string): GroupSpec[] {
   let text: string;
   try {
     const size = statSync(file).size;
@@ -70,6 +70,5 @@ export function readGroupsFile(file: string): unknown[] {
   }
   const parsed = groupsDocumentSchema.safeParse(parseGroupsText(text, file));
   if (!parsed.success) throw new UsageError(`${file}: must hold one object with a "groups" list, and nothing else`);
-  validateGroups(parsed.data.groups, file);
-  return parsed.data.groups;
+  return validateGroups(parsed.data.groups, file);
 }

@@ -8,6 +8,7 @@ import { createInterface } from "node:readline/promises";
 import { UserGroupsError } from "../wire/errors";
 import { PACKAGE_VERSION } from "../version";
 import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE } from "./args";
+import type { GroupSpec } from "../automation/groups-spec";
 import { readGroupsFile } from "./groups-file";
 import { type CliIo, printJson, reportFailure } from "./io";
 import { terminalMessage, terminalText } from "./terminal-text";
@@ -35,7 +36,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   let json = argv.includes("--json");
   try {
     let args: CliArgs | CliInfoRequest;
-    let groups: unknown[] | undefined;
+    let groups: GroupSpec[] | undefined;
     try {
       args = parseCliArgs(argv);
       if (isInfoRequest(args)) {

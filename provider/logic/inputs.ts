@@ -1,18 +1,19 @@
 // The UserGroup resource's inputs and outputs (camelCase, as a Pulumi user
 // writes them), validated by `check` before any request is sent (R1).
 import { z } from "zod";
-import { environmentSchema, jsonObjectSchema, mappingSchema, nameSchema, teamIdSchema, tokenSchema, userGroupIdSchema } from "../wire/schemas";
+import { type Environment, environmentSchema, jsonObjectSchema, mappingSchema, nameSchema, teamIdSchema, tokenSchema, userGroupIdSchema, type Mapping, type Properties } from "../wire/schemas";
 import { formatIssue, issuePath, WORDED_ISSUES } from "../wire/issues";
 import { reservedValueProblems, UNKNOWN_VALUE } from "./reserved-values";
 
 export { UNKNOWN_VALUE } from "./reserved-values";
 
-/** Profile names become parts of env var names (USER_GROUPS_API_KEY_<P>), so they stay simple. */
+/** @internal Profile names become parts of env var names (USER_GROUPS_API_KEY_<P>), so they stay simple. */
 export const profileSchema = z
   .string()
   .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, "must start with a letter and hold only letters, digits, '-' and '_' (at most 64)");
 
 /**
+ * @internal
  * A UserGroup's inputs as a program declares them: the one source of their
  * shape. The checked inputs, the outputs, the key list and (by a type test,
  * test/provider/shape.test.ts) the resource's args follow from it.
@@ -26,24 +27,56 @@ export const userGroupInputsSchema = z.object({
   adoptExisting: z.boolean().optional(),
   profile: profileSchema.optional(),
 });
-export type UserGroupInputs = z.infer<typeof userGroupInputsSchema>;
+// What userGroupInputsSchema infers, written out (provider/wire/schemas.ts says why).
+/** A user group as a program, a groups file or a fleet call declares it. */
+export interface UserGroupInputs {
+  /** The group's display name: 1 to 255 characters, not blank. */
+  name: string;
+  /** Your own id of the group (1 to 255 characters); a change replaces the group. */
+  userGroupId: string;
+  /** String keys to string values (at most 256 keys). The API never returns it, so its drift cannot be seen. */
+  mapping?: Mapping | undefined;
+  /** A JSON object stored with the group; `null` clears it. */
+  properties?: Properties | null | undefined;
+  /** Any change rotates the group's token in place. */
+  rotationTrigger?: string | undefined;
+  /** Take over a group whose `userGroupId` already exists instead of failing (keeps its token). */
+  adoptExisting?: boolean | undefined;
+  /** Which API key (and so which environment) manages the group; a change replaces the group. */
+  profile?: string | undefined;
+}
 
-/** Inputs after check: defaults filled in so that `{}` and an absent mapping compare equal. */
+/** @internal Inputs after check: defaults filled in so that `{}` and an absent mapping compare equal. */
 export const checkedInputsSchema = userGroupInputsSchema.extend({
   mapping: mappingSchema,
   properties: jsonObjectSchema.optional(),
   adoptExisting: z.boolean(),
 });
-export type CheckedInputs = z.infer<typeof checkedInputsSchema>;
+/** Inputs after check: defaults filled in so that `{}` and an absent mapping compare equal. */
+export interface CheckedInputs {
+  name: string;
+  userGroupId: string;
+  mapping: Mapping;
+  properties?: Properties | undefined;
+  rotationTrigger?: string | undefined;
+  adoptExisting: boolean;
+  profile?: string | undefined;
+}
 
-/** What the state holds for a group: the checked inputs plus what the service told us. */
+/** @internal What the state holds for a group: the checked inputs plus what the service told us. */
 export const userGroupOutputsSchema = checkedInputsSchema.extend({
   token: tokenSchema,
   teamId: teamIdSchema,
   providedId: z.string(),
   apiEnvironmentTag: environmentSchema.optional(),
 });
-export type UserGroupOutputs = z.infer<typeof userGroupOutputsSchema>;
+/** What the state holds for a group: the checked inputs plus what the service told us. */
+export interface UserGroupOutputs extends CheckedInputs {
+  token: string;
+  teamId: number;
+  providedId: string;
+  apiEnvironmentTag?: Environment | undefined;
+}
 
 /** The input keys, in declaration order. */
 export const INPUT_KEYS = userGroupInputsSchema.keyof().options;

@@ -1,6 +1,7 @@
 // The UserGroup resource as a Pulumi program declares it (CONTRACT.md).
 import * as pulumi from "@pulumi/pulumi";
 import type { UserGroupInputs, UserGroupOutputs } from "../logic/inputs";
+import { UserGroupsError } from "../wire/errors";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
 
@@ -8,7 +9,7 @@ import { PROVIDER_MODULE_TEXT } from "./provider-shell";
 export const USER_GROUP_TYPE = "pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup";
 
 /** Each member may itself be a value, a promise or an output. */
-type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+export type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };
 
 /** The inputs' shape, from the schema `check` validates with (test/provider/shape.test.ts proves the args follow it). */
 type Shape = Required<UserGroupInputs>;
@@ -28,6 +29,23 @@ export interface UserGroupArgs {
   adoptExisting?: pulumi.Input<Shape["adoptExisting"]>;
   /** Which API key to use (config user-groups:profiles.<profile> or USER_GROUPS_*_<PROFILE>). A change replaces the group. */
   profile?: pulumi.Input<Shape["profile"]>;
+}
+
+/**
+ * Pulumi's `import` resource option on a UserGroup. The engine would ask the
+ * dynamic-provider host to read the group without a provider module, and the host
+ * crashes (`code must be a string, not undefined`); `adoptExisting` is the way in.
+ */
+export class ImportNotSupportedError extends UserGroupsError {
+  constructor(readonly resourceName: string) {
+    super(
+      "import_not_supported",
+      `UserGroup "${resourceName}": Pulumi's import option does not work for dynamic resources such as UserGroup. ` +
+        "Remove it and set adoptExisting: true instead: the next pulumi up takes the existing group with this userGroupId " +
+        "under management, keeps its token and sets its name, mapping and properties to the declared ones.",
+    );
+    this.name = "ImportNotSupportedError";
+  }
 }
 
 /** The outputs' shape, from the schema of what the state holds. */
@@ -56,6 +74,8 @@ export class UserGroup extends pulumi.CustomResource {
   declare readonly apiEnvironmentTag: pulumi.Output<Held["apiEnvironmentTag"]>;
 
   constructor(name: string, args: UserGroupArgs, opts?: pulumi.CustomResourceOptions) {
+    // Before anything is registered; the import id is not quoted (it may be anything, a token included).
+    if (opts?.import !== undefined) throw new ImportNotSupportedError(name);
     const props = {
       ...args,
       token: undefined,

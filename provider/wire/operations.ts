@@ -2,11 +2,12 @@
 // interface document. Plain data, no zod: error messages need the titles, and
 // loading them must not load the schemas (see provider/index.ts).
 
+/** The HTTP methods of `/api/user`, one per operation. */
+export type ApiMethod = "GET" | "PUT" | "POST" | "DELETE";
+
 export const OPERATION_TITLES = {
   GET: "Get User",
   PUT: "Update User",
   POST: "Create User (rotate token)",
   DELETE: "Delete User",
-} as const;
-
-export type ApiMethod = keyof typeof OPERATION_TITLES;
+} as const satisfies Record<ApiMethod, string>;

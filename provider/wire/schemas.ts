@@ -1,14 +1,32 @@
 // The `/api/user` wire format as settled by shared/spec/CONTRACT.md (W1–W11).
 // The fake server validates requests with these schemas and the HTTP client
 // validates responses with them, so the two cannot drift apart.
+//
+// The types are written out rather than inferred so that the package's
+// declarations never mention zod: a program compiled without skipLibCheck would
+// type-check zod's own .d.ts files, which fail under `moduleResolution: node`.
+// test/package/declared-types.test.ts holds each one equal to its schema. The
+// schemas themselves are @internal: left out of dist/*.d.ts (stripInternal).
 import { z } from "zod";
 import { type ApiMethod, OPERATION_TITLES } from "./operations.js";
 
 export const API_PATH = "/api/user";
 
+/**
+ * A run-time check of outside data: what of a zod schema the package's API
+ * exposes (zod stays an implementation detail of its declarations).
+ */
+export interface Validator<T> {
+  /** The value as checked, or a thrown error listing every problem. */
+  parse(value: unknown): T;
+  safeParse(value: unknown): { success: true; data: T } | { success: false; error: Error };
+}
+
 export const ENVIRONMENTS = ["Customer", "Testing"] as const;
+/** @internal */
 export const environmentSchema = z.enum(ENVIRONMENTS);
-export type Environment = z.infer<typeof environmentSchema>;
+/** The environment an API key belongs to; ids are unique within one. */
+export type Environment = "Customer" | "Testing";
 
 export const MAX_NAME_CHARS = 255;
 export const MAX_ID_CHARS = 255;
@@ -35,6 +53,7 @@ export function hasCharCountBetween(value: string, min: number, max: number): bo
   return count >= min && count <= max;
 }
 
+/** @internal */
 export const nameSchema = z
   .string()
   .refine((s) => hasCharCountBetween(s, 1, MAX_NAME_CHARS), {
@@ -42,22 +61,28 @@ export const nameSchema = z
   })
   .refine((s) => s.trim().length > 0, { message: "must not be blank" });
 
+/** @internal */
 export const userGroupIdSchema = z.string().refine((s) => hasCharCountBetween(s, 1, MAX_ID_CHARS), {
   message: `must be 1 to ${MAX_ID_CHARS} characters`,
 });
 
+/** @internal */
 export const mappingSchema = z
   .record(z.string(), z.string())
   .refine((m) => Object.keys(m).length <= MAX_MAPPING_KEYS, {
     message: `must have at most ${MAX_MAPPING_KEYS} keys`,
   });
-export type Mapping = z.infer<typeof mappingSchema>;
+/** A group's mapping: string keys to string values (at most 256 keys). */
+export type Mapping = Record<string, string>;
 
 /** A JSON value (what `properties` may hold below its top level). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** @internal */
 export const jsonObjectSchema: z.ZodType<{ [key: string]: JsonValue }> = z.record(z.string(), z.json());
-export type Properties = z.infer<typeof jsonObjectSchema>;
+/** A group's properties: a JSON object. */
+export type Properties = { [key: string]: JsonValue };
 
+/** @internal */
 export const tokenSchema = z.string();
 
 /** Tokens the service issues: 64 lowercase hex characters (W10). */
@@ -66,38 +91,60 @@ export const ISSUED_TOKEN_PATTERN = /^[0-9a-f]{64}$/;
 // ---- requests -------------------------------------------------------------
 // z.object strips unknown keys: the service ignores unknown fields (W2).
 
+/** @internal */
 export const getUserRequestSchema = z.object({
   name: nameSchema,
   user_group_id: userGroupIdSchema,
   mapping: mappingSchema.optional(),
   properties: jsonObjectSchema.nullable().optional(),
 });
-export type GetUserRequest = z.infer<typeof getUserRequestSchema>;
+export interface GetUserRequest {
+  name: string;
+  user_group_id: string;
+  mapping?: Mapping | undefined;
+  properties?: Properties | null | undefined;
+}
 
+/** @internal */
 export const updateUserRequestSchema = z.object({
   user_group_id: userGroupIdSchema,
   name: nameSchema.optional(),
   mapping: mappingSchema.optional(),
   properties: jsonObjectSchema.nullable().optional(),
 });
-export type UpdateUserRequest = z.infer<typeof updateUserRequestSchema>;
+export interface UpdateUserRequest {
+  user_group_id: string;
+  name?: string | undefined;
+  mapping?: Mapping | undefined;
+  properties?: Properties | null | undefined;
+}
 
+/** @internal */
 export const rotateTokenRequestSchema = z.object({
   current_token: tokenSchema,
 });
-export type RotateTokenRequest = z.infer<typeof rotateTokenRequestSchema>;
+export interface RotateTokenRequest {
+  current_token: string;
+}
 
+/** @internal */
 export const deleteUserRequestSchema = z.object({
   current_token: tokenSchema,
   user_group_id: userGroupIdSchema.optional(),
   data_source_provided_id: userGroupIdSchema.optional(),
 });
-export type DeleteUserRequest = z.infer<typeof deleteUserRequestSchema>;
+export interface DeleteUserRequest {
+  current_token: string;
+  user_group_id?: string | undefined;
+  data_source_provided_id?: string | undefined;
+}
 
 // ---- responses ------------------------------------------------------------
 
+/** @internal */
 export const teamIdSchema = z.number().int().positive();
 
+/** @internal */
 export const userGroupViewSchema = z.object({
   team_id: teamIdSchema,
   token: tokenSchema,
@@ -105,21 +152,40 @@ export const userGroupViewSchema = z.object({
   provided_id: z.string(),
   properties: jsonObjectSchema.nullable().optional(),
 });
-export type UserGroupView = z.infer<typeof userGroupViewSchema>;
+export interface UserGroupView {
+  team_id: number;
+  token: string;
+  name: string;
+  provided_id: string;
+  properties?: Properties | null | undefined;
+}
 
+/** @internal */
 export const getUserResponseSchema = z.object({
   success: z.literal(1),
   new_user_group: z.boolean(),
   user_group: userGroupViewSchema,
 });
-export type GetUserResponse = z.infer<typeof getUserResponseSchema>;
+export interface UserGroupViewWithEnvironment extends UserGroupView {
+  api_environment_tag: Environment;
+}
+export interface GetUserResponse {
+  success: 1;
+  new_user_group: boolean;
+  user_group: UserGroupView;
+}
 
+/** @internal */
 export const updateUserResponseSchema = z.object({
   success: z.literal(1),
   user_group: userGroupViewSchema.extend({ api_environment_tag: environmentSchema }),
 });
-export type UpdateUserResponse = z.infer<typeof updateUserResponseSchema>;
+export interface UpdateUserResponse {
+  success: 1;
+  user_group: UserGroupViewWithEnvironment;
+}
 
+/** @internal */
 export const rotateTokenResponseSchema = z.object({
   success: z.literal(1),
   user_group: z.object({
@@ -130,10 +196,16 @@ export const rotateTokenResponseSchema = z.object({
     api_environment_tag: environmentSchema,
   }),
 });
-export type RotateTokenResponse = z.infer<typeof rotateTokenResponseSchema>;
+export interface RotateTokenResponse {
+  success: 1;
+  user_group: { team_id: number; token: string; name: string; provided_id: string; api_environment_tag: Environment };
+}
 
+/** @internal */
 export const deleteUserResponseSchema = z.object({ success: z.literal(1) });
-export type DeleteUserResponse = z.infer<typeof deleteUserResponseSchema>;
+export interface DeleteUserResponse {
+  success: 1;
+}
 
 // ---- errors (W3) ----------------------------------------------------------
 
@@ -159,15 +231,19 @@ export const ERROR_CODES = [
   "injected_fault", // any status, from a fake-server fault rule
   "internal_error", // 500
 ] as const;
+/** @internal */
 export const errorCodeSchema = z.enum(ERROR_CODES);
-export type ErrorCode = z.infer<typeof errorCodeSchema>;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** The failure body. `code` stays a plain string: a real service may send codes we do not know. */
+/** @internal The failure body. `code` stays a plain string: a real service may send codes we do not know. */
 export const errorResponseSchema = z.object({
   success: z.literal(0),
   error: z.object({ code: z.string(), message: z.string() }),
 });
-export type ErrorResponse = z.infer<typeof errorResponseSchema>;
+export interface ErrorResponse {
+  success: 0;
+  error: { code: string; message: string };
+}
 
 /** Maps a request field to the error code that names it (W4). */
 export function fieldErrorCode(field: string): ErrorCode {
@@ -189,7 +265,7 @@ export function fieldErrorCode(field: string): ErrorCode {
   }
 }
 
-/** The four operations of `/api/user`, by HTTP method. */
+/** @internal The four operations of `/api/user`, by HTTP method. */
 export const OPERATIONS = {
   GET: { title: OPERATION_TITLES.GET, request: getUserRequestSchema, response: getUserResponseSchema },
   PUT: { title: OPERATION_TITLES.PUT, request: updateUserRequestSchema, response: updateUserResponseSchema },

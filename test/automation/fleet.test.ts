@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import {
   FleetClosedError,
+  type GroupSpec,
   GroupsValidationError,
   StackLockTimeoutError,
   UserGroupExistsError,
@@ -56,7 +57,7 @@ describe("UserGroupFleet", () => {
 
   it("refuses an invalid spec before any run or request", async () => {
     const error = await fleet()
-      .ensure({ name: " ", userGroupId: "x", extra: true })
+      .ensure({ name: " ", userGroupId: "x", extra: true } as GroupSpec) // as a JavaScript caller may pass it
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GroupsValidationError);
     expect((error as Error).message).toMatch(/name/);

@@ -35,7 +35,7 @@ afterAll(async () => {
 describe("provisionUserGroups", () => {
   it("validates the groups before Pulumi runs", async () => {
     const error = await automation
-      .provisionUserGroups({ ...options("invalid"), groups: [{ name: "A", userGroupId: "a" }, { name: "", userGroupId: "a", extra: 1 }] })
+      .provisionUserGroups({ ...options("invalid"), groups: [{ name: "A", userGroupId: "a" }, { name: "", userGroupId: "a", extra: 1 } as import("../../provider/automation/index").GroupSpec] })
       .then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(automation.GroupsValidationError);
     expect((error as Error).message).toMatch(/groups\[1\] \(userGroupId "a"\): name must be 1 to 255 characters/);

@@ -18,7 +18,7 @@ const run = promisify(execFile);
 const API_KEY = "packed-test-key-0001";
 const PASSPHRASE = "pack-test-passphrase";
 
-/** What a user of the package needs, and nothing else: the product, its docs, license and changelog. */
+/** What a user of the package needs, and nothing else: the product, its docs (with the plots they show), license and changelog. */
 const SHIPPED = [
   /^package\.json$/,
   /^README\.md$/,
@@ -27,6 +27,7 @@ const SHIPPED = [
   /^dist\/(provider|fake-server)\/.+\.(js|d\.ts)$/,
   /^docs\/[^/]+\.md$/,
   /^docs\/openapi\.json$/,
+  /^docs\/perf-[a-z-]+\.svg$/,
   /^schema\/[^/]+\.schema\.json$/,
 ];
 
@@ -103,6 +104,21 @@ describe("the npm package", () => {
     const license = readFileSync(path.join(project, "node_modules/pulumi-user-groups/LICENSE"), "utf8");
     expect(license).toContain("Apache License\n                           Version 2.0, January 2004");
     expect(license).toContain("END OF TERMS AND CONDITIONS");
+  });
+
+  it("links only to what it ships: README and docs work from the npm page", () => {
+    const files = new Set(packed.files.map((file) => file.path));
+    const broken: string[] = [];
+    for (const doc of [...files].filter((file) => file.endsWith(".md"))) {
+      const text = readFileSync(path.join(project, "node_modules/pulumi-user-groups", doc), "utf8").replace(/^```[\s\S]*?^```$/gm, "");
+      for (const match of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = match[1]!;
+        if (/^(https?:|mailto:|#)/.test(target)) continue;
+        const file = path.posix.normalize(path.posix.join(path.posix.dirname(doc), target.replace(/#.*$/, "")));
+        if (!files.has(file)) broken.push(`${doc}: ${target}`);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it("runs its fake server from the installed bin", async () => {

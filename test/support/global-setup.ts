@@ -1,12 +1,15 @@
 // Makes the pinned Pulumi engine available to every test file: builds it on a
 // cold machine (scripts/ensure-pulumi), then puts its bin directory first on
-// PATH so the Automation API and the engine's plugin lookup both find it.
+// PATH so the Automation API and the engine's plugin lookup both find it. Links the
+// package into its own node_modules first (scripts/link-self.js): the examples and the
+// engine tests' programs load it by name, also when vitest runs without `npm test`.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 
 export default function setup(project: TestProject): void {
   const root = path.resolve(__dirname, "../..");
+  execFileSync(process.execPath, [path.join(root, "scripts/link-self.js")], { stdio: "inherit" });
   const stdout = execFileSync(path.join(root, "scripts/ensure-pulumi"), {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
