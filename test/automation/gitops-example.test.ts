@@ -232,9 +232,10 @@ describe("examples/gitops workflow", () => {
       for (const step of uses) expect(step.uses, name).toMatch(/^[\w-]+\/[\w-]+@[0-9a-f]{40}$/);
       expect(workflowText).not.toMatch(/uses: [^\n]*@v\d/);
       for (const step of uses.filter((s) => s.uses!.startsWith("actions/checkout@"))) expect(step.with).toEqual({ "persist-credentials": false });
-      // The Pulumi CLI installed by the job, at the version the package pins.
+      // The Pulumi CLI installed by the job, at the engine version the lockfile pins (package.json has a range).
       const pulumi = uses.find((s) => s.uses!.startsWith("pulumi/actions@"));
-      expect(pulumi?.with, name).toEqual({ "pulumi-version": (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies["@pulumi/pulumi"] });
+      const lock = JSON.parse(readFileSync(path.join(REPO_ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, { version?: string }> };
+      expect(pulumi?.with, name).toEqual({ "pulumi-version": lock.packages["node_modules/@pulumi/pulumi"]!.version });
       for (const step of job.steps.filter((s) => s.run?.includes("npm ci"))) expect(step.run, name).toMatch(/^npm ci --ignore-scripts /);
     }
     expect(workflowText.match(/uses: \S+@[0-9a-f]{40} # v\d+\.\d+\.\d+\n/g)).toHaveLength(10);
