@@ -13,7 +13,7 @@ import type { Environment } from "../wire/schemas";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
-import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
+import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, type SelectedStack, selectStack, StackNotFoundError, withLockWait } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
@@ -130,7 +130,7 @@ export class UserGroupFleet {
   private readonly lockTimeoutMs: number;
   private readonly batchWindowMs: number;
   private readonly queue: Request[] = [];
-  private stackHandle: Promise<Stack> | undefined;
+  private stackHandle: Promise<SelectedStack> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
@@ -173,10 +173,14 @@ export class UserGroupFleet {
   /** The groups the stack holds now, read from the state (no API request, no engine run). Tokens included. */
   async list(): Promise<FleetGroup[]> {
     if (this.closed) throw new FleetClosedError();
-    return groupsInState(await (await this.stack()).exportStack());
+    try {
+      return groupsInState(await (await this.stack()).exportStack());
+    } catch (error) {
+      throw this.scrubbed(error);
+    }
   }
 
-  /** Waits for the calls already made, then refuses new ones. */
+  /** Waits for the calls already made, then refuses new ones (and removes the fleet's run directory). */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) {
@@ -185,6 +189,14 @@ export class UserGroupFleet {
       this.draining ??= this.drain();
     }
     await this.draining;
+    const handle = this.stackHandle;
+    this.stackHandle = undefined;
+    if (handle) await handle.then((selected) => selected.dispose(), () => {});
+  }
+
+  /** An error fit for a caller: every secret the fleet knows of (keys, passphrase, the backend URL's password) scrubbed. */
+  private scrubbed(error: unknown): unknown {
+    return scrubSecrets(error, secretValuesOf(this.options));
   }
 
   private ensureValid(spec: GroupSpec): Promise<GroupResult> {
@@ -215,7 +227,7 @@ export class UserGroupFleet {
           else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
         } catch (error) {
           // Whatever failed the whole batch fails each of its callers that is still waiting.
-          const scrubbed = scrubSecrets(error, secretValuesOf(this.options));
+          const scrubbed = this.scrubbed(error);
           for (const request of batch) request.waiter.reject(scrubbed);
         }
       }
@@ -224,15 +236,16 @@ export class UserGroupFleet {
     }
   }
 
-  private stack(): Promise<Stack> {
+  private async stack(): Promise<Stack> {
     if (this.stackHandle === undefined) {
       // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
-      this.stackHandle = selectStack(this.options, async () => ({})).then(({ stack }) => stack);
-      this.stackHandle.catch(() => {
-        this.stackHandle = undefined; // let a later call try again
+      const handle = selectStack(this.options, async () => ({}));
+      this.stackHandle = handle;
+      handle.catch(() => {
+        if (this.stackHandle === handle) this.stackHandle = undefined; // let a later call try again
       });
     }
-    return this.stackHandle;
+    return (await this.stackHandle).stack;
   }
 
   private async runEnsures(batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
@@ -267,7 +280,7 @@ export class UserGroupFleet {
       const got = outputs.get(request.resourceName);
       const change = outcome.changes.get(request.resourceName) ?? "same";
       if (got && change !== "failed") request.waiter.resolve(resultOf(request.spec, change, got));
-      else request.waiter.reject(groupError(request.resourceName, request.spec, outcome));
+      else request.waiter.reject(this.scrubbed(groupError(request.resourceName, request.spec, outcome)));
     }
   }
 
@@ -288,7 +301,7 @@ export class UserGroupFleet {
       if (!toRemove.has(request.resourceName)) continue;
       const change = outcome.changes.get(request.resourceName);
       if (change === "delete") request.waiter.resolve(resultOf(toRemove.get(request.resourceName)!, "delete"));
-      else request.waiter.reject(groupError(request.resourceName, undefined, outcome));
+      else request.waiter.reject(this.scrubbed(groupError(request.resourceName, undefined, outcome)));
     }
   }
 
@@ -378,13 +391,19 @@ export class FleetStackError extends UserGroupsError {
 
 /** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
-  let stack: Stack;
+  let selected: SelectedStack;
   try {
-    ({ stack } = await selectStack(options, async () => ({}), { mustExist: true }));
+    selected = await selectStack(options, async () => ({}), { mustExist: true });
   } catch (error) {
     if (error instanceof StackNotFoundError) return false;
-    throw error;
+    throw scrubSecrets(error, secretValuesOf(options));
   }
-  const outputs = await stack.outputs();
-  return outputs[FLEET_MARKER_OUTPUT]?.value === true;
+  try {
+    const outputs = await selected.stack.outputs();
+    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
+  } catch (error) {
+    throw scrubSecrets(error, secretValuesOf(options));
+  } finally {
+    selected.dispose();
+  }
 }

@@ -3,6 +3,8 @@ export {
   destroyUserGroups,
   type GroupChange,
   type GroupEvent,
+  type DeleteGuardOptions,
+  type FieldChange,
   type GroupResult,
   type Operation,
   previewUserGroups,
@@ -36,3 +38,5 @@ export { UserGroupApiError } from "../client/errors";
 export { UserGroupsError } from "../wire/errors";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { UntrustedWorkspaceError } from "./workspace";
+export { DeletionRefusedError } from "./delete-guard";
+export { FileRefusedError } from "./regular-file";

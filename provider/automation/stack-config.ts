@@ -4,11 +4,13 @@
 // runs `pulumi config set --stack S [--secret] KEY` once per key and writes the
 // value to its standard input, with the workspace's environment and directory.
 // Also: every error our automation code throws has each secret it knows of
-// scrubbed from it (message, stack, and a CommandError's captured output).
+// scrubbed from it (message, stack, a CommandError's captured output, and the
+// same for each error of its `cause` chain), the backend URL's password included.
 import { spawn } from "node:child_process";
 import path from "node:path";
 import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { Redactor } from "../client/redact";
+import { backendUrlSecrets } from "./backend-url";
 import { UserGroupsError } from "../wire/errors";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
@@ -16,11 +18,17 @@ const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|P
 
 export interface SecretSources {
   readonly passphrase?: string;
+  /** A backend URL, whose password (in any spelling) is a secret. */
+  readonly backendUrl?: string | undefined;
   readonly envVars?: Record<string, string>;
   readonly config?: ConfigMap;
 }
 
-/** Every secret value a run knows of: secret config values, the passphrase, and secret-named variables of its environment. */
+/**
+ * Every secret value a run knows of: secret config values, the passphrase,
+ * secret-named variables of its environment, and the password of each backend
+ * URL it may use (the option, PULUMI_BACKEND_URL of envVars and of the process).
+ */
 export function secretValuesOf(options: SecretSources, env: NodeJS.ProcessEnv = process.env): string[] {
   const values = new Set<string>();
   for (const entry of Object.values(options.config ?? {})) if (entry.secret) values.add(entry.value);
@@ -28,20 +36,37 @@ export function secretValuesOf(options: SecretSources, env: NodeJS.ProcessEnv = 
   for (const source of [env, options.envVars ?? {}]) {
     for (const [name, value] of Object.entries(source)) if (value !== undefined && SECRET_ENV_NAME.test(name)) values.add(value);
   }
+  for (const url of [options.backendUrl, options.envVars?.PULUMI_BACKEND_URL, env.PULUMI_BACKEND_URL]) {
+    for (const secret of backendUrlSecrets(url)) values.add(secret);
+  }
   values.delete("");
   // Longest first, so that a secret containing another is replaced whole.
   return [...values].sort((a, b) => b.length - a.length);
 }
 
-function scrubText(text: string, secrets: readonly string[]): string {
+/** The text with every secret (and anything shaped like a token) replaced. */
+export function scrubText(text: string, secrets: readonly string[]): string {
   const redactor = new Redactor();
   for (const secret of secrets) redactor.add(secret);
   return redactor.text(text);
 }
 
-/** The same error (class and fields kept, so `instanceof` still works) with every secret (and anything shaped like a token) replaced. */
+/**
+ * The same error (class and fields kept, so `instanceof` still works) with every
+ * secret (and anything shaped like a token) replaced, in it and in each error of
+ * its `cause` chain.
+ */
 export function scrubSecrets(error: unknown, secrets: readonly string[]): unknown {
   if (!(error instanceof Error)) return new Error(scrubText(String(error), secrets));
+  const seen = new Set<Error>();
+  for (let current: unknown = error; current instanceof Error && !seen.has(current); current = current.cause) {
+    seen.add(current);
+    scrubOne(current, secrets);
+  }
+  return error;
+}
+
+function scrubOne(error: Error, secrets: readonly string[]): void {
   error.message = scrubText(error.message, secrets);
   if (error.stack !== undefined) error.stack = scrubText(error.stack, secrets);
   const result = (error as { commandResult?: { stdout?: unknown; stderr?: unknown } }).commandResult;
@@ -49,7 +74,7 @@ export function scrubSecrets(error: unknown, secrets: readonly string[]): unknow
     if (typeof result.stdout === "string") result.stdout = scrubText(result.stdout, secrets);
     if (typeof result.stderr === "string") result.stderr = scrubText(result.stderr, secrets);
   }
-  return error;
+  if (typeof error.cause === "string") error.cause = scrubText(error.cause, secrets);
 }
 
 /** What LocalWorkspace would run the CLI with: its command, directory and environment. */
