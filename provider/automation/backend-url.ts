@@ -1,7 +1,10 @@
 // A backend URL may hold credentials (postgres://user:password@host/db, or a
-// `password=` query option). They travel to Pulumi in the environment only; any
-// text shown to someone (a result, a message, a summary) carries the URL without
-// them, and errors are scrubbed of every spelling of the password (as written,
+// `password=` query option). They travel to Pulumi in the environment only, and
+// not even in its URL: Pulumi writes the backend URL into files of its own
+// ($PULUMI_HOME/logs, workspaces/), so a postgres password moves to PGPASSWORD,
+// which Pulumi's driver (lib/pq) reads when the URL has none. Any text shown to
+// someone (a result, a message, a summary) carries the URL without credentials,
+// and errors are scrubbed of every spelling of the password (as written,
 // percent-decoded, and re-encoded the way Go's net/url prints a URL).
 //
 // Where the user information ends is read as Go reads it (the last "@" of the
@@ -84,4 +87,48 @@ export function backendUrlSecrets(backendUrl: string | undefined): string[] {
     if (SECRET_QUERY_KEY.test(decoded(match[1]!))) add(match[2]!);
   }
   return [...secrets];
+}
+
+/** A secret query option's key=value, to drop from the URL Pulumi gets. */
+const PASSWORD_QUERY = /([?&])password=([^&#]*)/i;
+
+/**
+ * The environment that gives Pulumi this backend: for a postgres:// URL with a
+ * password, the URL without it and the password in PGPASSWORD; any other URL as
+ * it is. A URL whose user information Go could not parse either (a raw "/", "?"
+ * or "#" in it) is passed as it is, for Pulumi to refuse.
+ */
+export function engineBackendEnv(backendUrl: string): { PULUMI_BACKEND_URL: string; PGPASSWORD?: string } {
+  const parts = partsOf(backendUrl);
+  if (parts === undefined || !/^postgres(ql)?:\/\/$/i.test(parts.scheme)) return { PULUMI_BACKEND_URL: backendUrl };
+  let rest = parts.rest;
+  let user = parts.userinfo;
+  let password: string | undefined;
+  if (user !== undefined) {
+    if (/[/?#]/.test(user)) return { PULUMI_BACKEND_URL: backendUrl };
+    const colon = user.indexOf(":");
+    if (colon >= 0) {
+      password = strictDecoded(user.slice(colon + 1));
+      if (password === undefined) return { PULUMI_BACKEND_URL: backendUrl };
+      user = user.slice(0, colon);
+    }
+  }
+  const option = PASSWORD_QUERY.exec(rest);
+  if (option) {
+    const fromQuery = strictDecoded(option[2]!);
+    if (fromQuery === undefined) return { PULUMI_BACKEND_URL: backendUrl };
+    password ??= fromQuery;
+    // "?password=x&a=b" -> "?a=b"; "&password=x" -> "".
+    rest = rest.replace(PASSWORD_QUERY, (_whole, separator: string) => (separator === "?" ? "?" : "")).replace("?&", "?").replace(/\?$/, "");
+  }
+  if (password === undefined) return { PULUMI_BACKEND_URL: backendUrl };
+  return { PULUMI_BACKEND_URL: `${parts.scheme}${user !== undefined && user !== "" ? `${user}@` : ""}${rest}`, PGPASSWORD: password };
+}
+
+function strictDecoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }

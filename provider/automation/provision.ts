@@ -13,7 +13,7 @@ import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait"
 import { scrubSecrets, scrubText, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
-import { withoutCredentials } from "./backend-url";
+import { engineBackendEnv, withoutCredentials } from "./backend-url";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
 import { UserGroupsError } from "../wire/errors";
 
@@ -309,7 +309,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
     throw new UserGroupsError("missing_passphrase", "No passphrase for the stack's secrets: set PULUMI_CONFIG_PASSPHRASE (or pass `passphrase`).");
   }
   const workspace = workspaceOf(options);
-  const runDir = makeRunDirectory(workspace, options.stack);
+  const runDir = makeRunDirectory(workspace, options.stack, options.envVars?.PULUMI_HOME || process.env.PULUMI_HOME || undefined);
   const args = { stackName: options.stack, projectName: PROJECT_NAME, program };
   const settings: LocalWorkspaceOptions = {
     workDir: runDir.dir,
@@ -319,7 +319,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
     envVars: {
       PULUMI_SKIP_UPDATE_CHECK: "true",
       ...options.envVars,
-      PULUMI_BACKEND_URL: workspace.backendUrl,
+      ...engineBackendEnv(workspace.backendUrl),
       ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
     },
   };

@@ -14,7 +14,7 @@ import { backendUrlSecrets } from "./backend-url";
 import { UserGroupsError } from "../wire/errors";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
-const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN)$/;
+const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN|PGPASSWORD)$/;
 
 export interface SecretSources {
   readonly passphrase?: string;
@@ -53,28 +53,53 @@ export function scrubText(text: string, secrets: readonly string[]): string {
 
 /**
  * The same error (class and fields kept, so `instanceof` still works) with every
- * secret (and anything shaped like a token) replaced, in it and in each error of
- * its `cause` chain.
+ * secret (and anything shaped like a token) replaced: in its message and stack,
+ * and in every string it holds, however deep (a CommandError's `commandResult`,
+ * the process error inside it with its own stdout and stderr, the `cause` chain).
  */
 export function scrubSecrets(error: unknown, secrets: readonly string[]): unknown {
   if (!(error instanceof Error)) return new Error(scrubText(String(error), secrets));
-  const seen = new Set<Error>();
-  for (let current: unknown = error; current instanceof Error && !seen.has(current); current = current.cause) {
-    seen.add(current);
-    scrubOne(current, secrets);
-  }
+  scrubObject(error, secrets, new Set(), 0);
   return error;
 }
 
-function scrubOne(error: Error, secrets: readonly string[]): void {
-  error.message = scrubText(error.message, secrets);
-  if (error.stack !== undefined) error.stack = scrubText(error.stack, secrets);
-  const result = (error as { commandResult?: { stdout?: unknown; stderr?: unknown } }).commandResult;
-  if (result !== undefined) {
-    if (typeof result.stdout === "string") result.stdout = scrubText(result.stdout, secrets);
-    if (typeof result.stderr === "string") result.stderr = scrubText(result.stderr, secrets);
+/** Far deeper than any error Pulumi or Node makes. */
+const MAX_SCRUB_DEPTH = 8;
+
+function scrubObject(value: object, secrets: readonly string[], seen: Set<object>, depth: number): void {
+  if (seen.has(value) || depth > MAX_SCRUB_DEPTH) return;
+  seen.add(value);
+  const record = value as Record<string, unknown>;
+  // message, stack and cause are own but not always enumerable.
+  const keys = new Set([...Object.keys(value), ...(value instanceof Error ? ["message", "stack", "cause"] : [])]);
+  for (const key of keys) {
+    let field: unknown;
+    try {
+      field = record[key];
+    } catch {
+      continue; // a getter that throws: nothing we can read, nothing it shows
+    }
+    if (typeof field === "string") {
+      const scrubbed = scrubText(field, secrets);
+      if (scrubbed !== field) {
+        try {
+          record[key] = scrubbed;
+        } catch {
+          // read-only: left as is (none of Pulumi's or Node's error fields are)
+        }
+      }
+    } else if (Array.isArray(field) && !Object.isFrozen(field)) {
+      // A list of lines (RunFailedError.diagnostics) or of errors (AggregateError.errors).
+      for (let i = 0; i < field.length; i++) {
+        const item: unknown = field[i];
+        if (typeof item === "string") field[i] = scrubText(item, secrets);
+        else if (item instanceof Error) scrubObject(item, secrets, seen, depth + 1);
+      }
+    } else if (field instanceof Error || (key === "commandResult" && field !== null && typeof field === "object")) {
+      // Only errors and Pulumi's captured command result: never an object the caller may still use (a workspace, options).
+      scrubObject(field, secrets, seen, depth + 1);
+    }
   }
-  if (typeof error.cause === "string") error.cause = scrubText(error.cause, secrets);
 }
 
 /** What LocalWorkspace would run the CLI with: its command, directory and environment. */

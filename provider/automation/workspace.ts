@@ -14,10 +14,13 @@
 //   environment only), a copy of the stack's settings, and the node_modules links
 //   to the exact @pulumi/pulumi and pulumi-user-groups of this process. Pulumi
 //   runs there and starts the dynamic-provider plugin there, with the API key in
-//   its environment: nothing in it came from anyone else.
-import { lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { chmodSync } from "node:fs";
-import { tmpdir } from "node:os";
+//   its environment: nothing in it came from anyone else. Pulumi keeps a
+//   `workspaces/<project>-<sha1 of the project file's path>-workspace.json` in
+//   PULUMI_HOME per project directory (it names the backend URL); the run's own
+//   is removed with the run directory, so that runs leave none behind.
+import { createHash } from "node:crypto";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import path from "node:path";
 import yaml from "js-yaml";
 import { UserGroupsError } from "../wire/errors";
@@ -163,6 +166,20 @@ function removeLiveRunDirs(): void {
   liveRunDirs.clear();
 }
 
+/** The workspace files Pulumi keeps in PULUMI_HOME for a project in `dir` (its path as given and resolved). */
+function pulumiWorkspaceFiles(dir: string, pulumiHome = path.join(homedir(), ".pulumi")): string[] {
+  let real = dir;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    // already gone: its path as given is all there is
+  }
+  return [...new Set([dir, real])].map((projectDir) => {
+    const hash = createHash("sha1").update(path.join(projectDir, "Pulumi.yaml")).digest("hex");
+    return path.join(pulumiHome, "workspaces", `${PROJECT_NAME}-${hash}-workspace.json`);
+  });
+}
+
 export interface RunDirectory {
   /** Where Pulumi runs: the LocalWorkspace's workDir. */
   readonly dir: string;
@@ -176,7 +193,7 @@ export interface RunDirectory {
  * A private directory for the runs of one stack: the node_modules links, and a
  * copy of the stack's settings from the work directory (read as a regular file only).
  */
-export function makeRunDirectory(workspace: PreparedWorkspace, stack: string): RunDirectory {
+export function makeRunDirectory(workspace: PreparedWorkspace, stack: string, pulumiHome?: string): RunDirectory {
   const persistent = stackSettingsFile(workspace.workDir, stack);
   let saved = readRegularFileIfPresent(persistent, MAX_SETTINGS_BYTES, "stack settings file");
   const dir = mkdtempSync(path.join(tmpdir(), "user-groups-run-")); // 0700, a fresh name: nobody else's
@@ -214,6 +231,7 @@ export function makeRunDirectory(workspace: PreparedWorkspace, stack: string): R
         saveSettings();
       } finally {
         liveRunDirs.delete(dir);
+        for (const file of pulumiWorkspaceFiles(dir, pulumiHome)) rmSync(file, { force: true });
         rmSync(dir, { recursive: true, force: true });
       }
     },

@@ -2,7 +2,7 @@
 // any spelling: as written, percent-decoded, or re-encoded as Go's net/url
 // prints it. (With a real PostgreSQL backend: credentials.test.ts.)
 import { describe, expect, it } from "vitest";
-import { backendUrlSecrets, withoutCredentials } from "../../provider/automation/backend-url";
+import { backendUrlSecrets, engineBackendEnv, withoutCredentials } from "../../provider/automation/backend-url";
 import { RunFailedError } from "../../provider/automation/provision";
 import { scrubSecrets, secretValuesOf } from "../../provider/automation/stack-config";
 
@@ -64,5 +64,22 @@ describe("scrubbing a backend password from errors", () => {
     expect(secrets({}, { PULUMI_BACKEND_URL: "postgres://u:three@h/d" })).toContain("three");
     // A user name alone is no secret (the scheme "postgres" must stay readable).
     expect(secrets({ backendUrl: "postgres://postgres@h/d" }, {})).toEqual([]);
+  });
+});
+
+describe("engineBackendEnv: what Pulumi gets", () => {
+  it.each(PASSWORDS)("moves the password %j of a postgres URL to PGPASSWORD, decoded; the URL keeps the user", (password) => {
+    expect(engineBackendEnv(`postgres://app_user:${written(password)}@db:5432/state?sslmode=require`)).toEqual({
+      PULUMI_BACKEND_URL: "postgres://app_user@db:5432/state?sslmode=require",
+      PGPASSWORD: password,
+    });
+  });
+
+  it("moves a password query option too, and leaves every other URL as it is", () => {
+    expect(engineBackendEnv("postgres://db/x?password=s%40cret&sslmode=disable")).toEqual({ PULUMI_BACKEND_URL: "postgres://db/x?sslmode=disable", PGPASSWORD: "s@cret" });
+    expect(engineBackendEnv("postgresql://u@db/x?sslmode=disable&password=p")).toEqual({ PULUMI_BACKEND_URL: "postgresql://u@db/x?sslmode=disable", PGPASSWORD: "p" });
+    for (const url of ["postgres://u@db/x", "file:///tmp/state", "s3://b/p?region=x", "postgres://u:pa/ss@db/x", "postgres://u:%zz@db/x"]) {
+      expect(engineBackendEnv(url), url).toEqual({ PULUMI_BACKEND_URL: url });
+    }
   });
 });
