@@ -77,9 +77,16 @@ export interface GroupEvent {
 export interface RunOptions {
   /** Stack name, e.g. "prod". */
   readonly stack: string;
-  /** Where the stack's settings live (keep it: Pulumi.<stack>.yaml holds the secrets salt). Default `.user-groups/` in the current directory. */
+  /**
+   * Where the stack's settings live (keep it: Pulumi.<stack>.yaml holds the secrets salt), and the default file backend
+   * (`state/`). Default `.user-groups/` in the current directory. Pulumi itself runs in a private directory of each run;
+   * files there that Pulumi would read instead of ours, and symlinks, are refused (UntrustedWorkspaceError).
+   */
   readonly workDir?: string;
-  /** Pulumi backend; default a file backend in `<workDir>/state`, or PULUMI_BACKEND_URL when set. */
+  /**
+   * Pulumi backend; default a file backend in `<workDir>/state`, or PULUMI_BACKEND_URL when set. A password in it is
+   * passed to Pulumi in the environment only (PGPASSWORD for postgres://) and shown nowhere (results carry the URL without it).
+   */
   readonly backendUrl?: string;
   /** Passphrase of the stack's secrets; default PULUMI_CONFIG_PASSPHRASE. */
   readonly passphrase?: string;
