@@ -3,7 +3,7 @@
 // --allow-delete-all / allowDeleteAll; --max-deletes / maxDeletes caps what one
 // run deletes. Refused before any change, decided from the state (no engine run).
 // Previews show old -> new of each changed field, and flag rotations and deletions.
-import { readFileSync, writeFileSync } from "node:fs";
+import { lstatSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -103,7 +103,13 @@ describe("an up that deletes", () => {
   });
 
   it("a preview shows old -> new, flags the rotation and the deletion, in the table and the summary, never a token", async () => {
+    // A checkout may hold a symlink where the summary goes (say, to a file a later step runs): it is replaced, never written through.
+    const victim = path.join(env.workDir, "victim.sh");
+    writeFileSync(victim, "echo precious\n");
+    symlinkSync(victim, path.join(env.workDir, "preview.md"));
     const run = await cli("preview", "--file", "changed.yaml", "--stack", "prod", "--summary-file", "preview.md");
+    expect(readFileSync(victim, "utf8")).toBe("echo precious\n");
+    expect(lstatSync(path.join(env.workDir, "preview.md")).isFile()).toBe(true);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('      name: "Acme" → "Acme Corp"');
     expect(run.stdout).toContain("      properties.seats: 40 → 41");
