@@ -24,11 +24,12 @@ import {
   type Operation,
   type RunOptions,
   runError,
+  type SelectedStack,
   selectStack,
   StackNotFoundError,
   withLockWait,
 } from "./provision";
-import { secretValuesOf } from "./stack-config";
+import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { Redactor } from "../client/redact";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
@@ -160,7 +161,7 @@ export class UserGroupFleet {
   private readonly lockTimeoutMs: number;
   private readonly batchWindowMs: number;
   private readonly queue: Request[] = [];
-  private stackHandle: Promise<Stack> | undefined;
+  private stackHandle: Promise<SelectedStack> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
@@ -207,10 +208,14 @@ export class UserGroupFleet {
   /** The groups the stack holds now, read from the state (no API request, no engine run). Tokens included. */
   async list(): Promise<FleetGroup[]> {
     if (this.closed) throw new FleetClosedError();
-    return groupsInState(await (await this.stack()).exportStack());
+    try {
+      return groupsInState(await (await this.stack()).exportStack());
+    } catch (error) {
+      throw this.scrubbed(error);
+    }
   }
 
-  /** Waits for the calls already made, then refuses new ones. */
+  /** Waits for the calls already made, then refuses new ones (and removes the fleet's run directory). */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) {
@@ -219,6 +224,14 @@ export class UserGroupFleet {
       this.draining ??= this.drain();
     }
     await this.draining;
+    const handle = this.stackHandle;
+    this.stackHandle = undefined;
+    if (handle) await handle.then((selected) => selected.dispose(), () => {});
+  }
+
+  /** An error fit for a caller: every secret the fleet knows of (keys, passphrase, the backend URL's password) scrubbed. */
+  private scrubbed(error: unknown): unknown {
+    return scrubSecrets(error, secretValuesOf(this.options));
   }
 
   private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
@@ -258,15 +271,16 @@ export class UserGroupFleet {
     }
   }
 
-  private stack(): Promise<Stack> {
+  private async stack(): Promise<Stack> {
     if (this.stackHandle === undefined) {
       // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
-      this.stackHandle = selectStack(this.options, async () => ({})).then(({ stack }) => stack);
-      this.stackHandle.catch(() => {
-        this.stackHandle = undefined; // let a later call try again
+      const handle = selectStack(this.options, async () => ({}));
+      this.stackHandle = handle;
+      handle.catch(() => {
+        if (this.stackHandle === handle) this.stackHandle = undefined; // let a later call try again
       });
     }
-    return this.stackHandle;
+    return (await this.stackHandle).stack;
   }
 
   private async runEnsures(batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
@@ -469,12 +483,19 @@ export class FleetStackError extends UserGroupsError {
 
 /** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
+  let selected: SelectedStack;
   try {
-    const { stack } = await selectStack(options, async () => ({}), { mustExist: true });
-    const outputs = await stack.outputs();
-    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
+    selected = await selectStack(options, async () => ({}), { mustExist: true });
   } catch (error) {
     if (error instanceof StackNotFoundError) return false;
     throw runError(error, options);
+  }
+  try {
+    const outputs = await selected.stack.outputs();
+    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
+  } catch (error) {
+    throw runError(error, options);
+  } finally {
+    selected.dispose();
   }
 }

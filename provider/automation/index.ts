@@ -12,6 +12,8 @@ export {
   type EnsuredGroup,
   type GroupChange,
   type GroupEvent,
+  type DeleteGuardOptions,
+  type FieldChange,
   type GroupResult,
   type Operation,
   OutsideBatchError,
@@ -70,3 +72,5 @@ export type { Environment, JsonValue, Mapping, Properties, Validator } from "../
 
 /** Checks one group spec as validateGroups does for each entry (its type leaves zod out of the package's declarations). */
 export const groupSpecSchema: Validator<GroupSpec> = groupSpecZodSchema;
+export { DeletionRefusedError } from "./delete-guard";
+export { FileRefusedError } from "./regular-file";

@@ -12,9 +12,11 @@ import { type GroupSpec, validateGroups } from "./groups-spec";
 import { groupOfResourceName, nameOfUrn, resourceNameOf } from "./resource-name";
 import { EngineEdgeError, MissingPassphraseError, translateEngineError } from "./engine-errors";
 import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
-import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
+import { scrubSecrets, scrubText, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
-import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
+import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
+import { engineBackendEnv, withoutCredentials } from "./backend-url";
+import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
 import { UserGroupsError } from "../wire/errors";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -27,6 +29,11 @@ export interface GroupResult {
   readonly change: GroupChange;
   /** For an update or replace: the inputs that change (a replace lists its reason first: userGroupId or profile). */
   readonly changedFields?: readonly string[];
+  /**
+   * For an update or replace: each changed input's old and new value (a key left
+   * out: none); for a delete, the name it had. Inputs only: never a token.
+   */
+  readonly fieldChanges?: readonly FieldChange[];
   /** After up: what the service holds. The token is yours to keep secret. */
   readonly name?: string;
   readonly token?: string;
@@ -42,6 +49,13 @@ export interface EnsuredGroup extends GroupResult {
   readonly teamId: number;
 }
 
+/** One input of a group before and after (absent: not set). */
+export interface FieldChange {
+  readonly field: string;
+  readonly old?: unknown;
+  readonly new?: unknown;
+}
+
 export interface RunSummary {
   readonly create: number;
   readonly update: number;
@@ -53,6 +67,7 @@ export interface RunSummary {
 export interface RunResult {
   readonly operation: Operation;
   readonly stack: string;
+  /** Without credentials (a postgres:// password is never in a result). */
   readonly backendUrl: string;
   readonly summary: RunSummary;
   /** True when anything would change / changed. */
@@ -72,9 +87,16 @@ export interface GroupEvent {
 export interface RunOptions {
   /** Stack name, e.g. "prod". */
   readonly stack: string;
-  /** Where the stack's settings live (keep it: Pulumi.<stack>.yaml holds the secrets salt). Default `.user-groups/` in the current directory. */
+  /**
+   * Where the stack's settings live (keep it: Pulumi.<stack>.yaml holds the secrets salt), and the default file backend
+   * (`state/`). Default `.user-groups/` in the current directory. Pulumi itself runs in a private directory of each run;
+   * files there that Pulumi would read instead of ours, and symlinks, are refused (UntrustedWorkspaceError).
+   */
   readonly workDir?: string;
-  /** Pulumi backend; default a file backend in `<workDir>/state`, or PULUMI_BACKEND_URL when set. */
+  /**
+   * Pulumi backend; default a file backend in `<workDir>/state`, or PULUMI_BACKEND_URL when set. A password in it is
+   * passed to Pulumi in the environment only (PGPASSWORD for postgres://) and shown nowhere (results carry the URL without it).
+   */
   readonly backendUrl?: string;
   /** Passphrase of the stack's secrets; default PULUMI_CONFIG_PASSPHRASE. */
   readonly passphrase?: string;
@@ -95,10 +117,12 @@ export interface RunOptions {
   readonly onLockWait?: (waitMs: number, waitedMs: number) => void;
 }
 
-export interface ProvisionOptions extends RunOptions {
+export interface ProvisionOptions extends RunOptions, DeleteGuardOptions {
   /** The whole desired set (groups left out are deleted); checked at run time too, for JavaScript callers. */
   readonly groups: readonly GroupSpec[];
 }
+
+export type { DeleteGuardOptions } from "./delete-guard";
 
 export type Operation = "preview" | "up" | "refresh" | "destroy";
 
@@ -154,6 +178,10 @@ export function changeOf(op: string): GroupChange {
   }
 }
 
+function fieldChange(field: string, old: unknown, now: unknown): FieldChange {
+  return { field, ...(old !== undefined ? { old } : {}), ...(now !== undefined ? { new: now } : {}) };
+}
+
 /** An engine diagnostic's text: ANSI colours and the "error: " prefix off. */
 function diagnosticText(message: string): string {
   // biome-ignore lint: the escape character is what we strip
@@ -177,6 +205,7 @@ export interface ChangeTrackerOptions {
 export class ChangeTracker {
   readonly changes = new Map<string, GroupChange>();
   readonly changedFields = new Map<string, string[]>();
+  readonly fieldChanges = new Map<string, FieldChange[]>();
   /** The first error diagnostic the engine reported for each group, by resource name. */
   readonly diagnostics = new Map<string, string>();
   /** Error diagnostics of the run itself (no group named), generic closing lines left out. */
@@ -217,8 +246,15 @@ export class ChangeTracker {
     const previous = this.changes.get(resourceName);
     if (previous !== "failed" && !(previous === "replace" && change !== "failed")) this.changes.set(resourceName, change);
     if (pre && (change === "update" || change === "replace") && pre.old?.inputs && pre.new?.inputs && !this.changedFields.has(resourceName)) {
-      const outcome = diffUserGroup(pre.old.inputs as Partial<CheckedInputs>, pre.new.inputs as unknown as CheckedInputs);
-      this.changedFields.set(resourceName, [...outcome.replaces, ...outcome.updates]);
+      const olds = pre.old.inputs as Record<string, unknown>;
+      const news = pre.new.inputs as Record<string, unknown>;
+      const outcome = diffUserGroup(olds as Partial<CheckedInputs>, news as unknown as CheckedInputs);
+      const fields = [...outcome.replaces, ...outcome.updates];
+      this.changedFields.set(resourceName, fields);
+      this.fieldChanges.set(resourceName, fields.map((field) => fieldChange(field, olds[field], news[field])));
+    }
+    if (pre && change === "delete" && typeof pre.old?.inputs?.name === "string" && !this.fieldChanges.has(resourceName)) {
+      this.fieldChanges.set(resourceName, [{ field: "name", old: pre.old.inputs.name }]);
     }
     this.onEvent?.({
       resourceName,
@@ -300,7 +336,9 @@ function missingCredentials(tracker: ChangeTracker): MissingCredentialsError | u
 
 export interface PreparedRun {
   readonly stack: Stack;
+  /** As given: it may hold a password (show withoutCredentials). */
   readonly backendUrl: string;
+  /** Ends the run: the stack's settings saved, its run directory removed, the stack free for this process again. */
   readonly release: () => void;
 }
 
@@ -311,6 +349,7 @@ export function workspaceOf(options: RunOptions): PreparedWorkspace {
     options.workDir ?? path.join(process.cwd(), ".user-groups"),
     // An empty value counts as unset, as the Pulumi CLI treats it.
     options.backendUrl || options.envVars?.PULUMI_BACKEND_URL || process.env.PULUMI_BACKEND_URL || undefined,
+    options.stack,
   );
 }
 
@@ -325,44 +364,62 @@ export class StackNotFoundError extends UserGroupsError {
   }
 }
 
-/** A backend URL fit for a message or a report: a user name and password (postgres://u:p@host) left out. */
-export function withoutCredentials(backendUrl: string): string {
-  return backendUrl.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1");
-}
+export { withoutCredentials } from "./backend-url";
 
 export interface OpenStackOptions {
   /** Select the stack only: a missing stack is a StackNotFoundError, never a new empty stack. */
   readonly mustExist?: boolean;
 }
 
-/** The stack of these options with the given inline program, created if missing (unless mustExist); no in-process lock. */
-export async function selectStack(options: RunOptions, program: PulumiFn, open: OpenStackOptions = {}): Promise<{ stack: Stack; backendUrl: string }> {
+export interface SelectedStack {
+  readonly stack: Stack;
+  /** As given: it may hold a password (show withoutCredentials). */
+  readonly backendUrl: string;
+  /** Saves the stack's settings and removes the run directory: call once done with the stack. */
+  readonly dispose: () => void;
+}
+
+/**
+ * The stack of these options with the given inline program, created if missing
+ * (unless mustExist); no in-process lock. Pulumi runs in a private run directory
+ * (workspace.ts); the backend URL reaches it in the environment only.
+ */
+export async function selectStack(options: RunOptions, program: PulumiFn, open: OpenStackOptions = {}): Promise<SelectedStack> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   // An empty one is what CI gives a job whose secret is missing (a fork's pull request): it would protect nothing.
   if (!passphrase && !passphraseFile) throw new MissingPassphraseError(passphrase === "");
   const workspace = workspaceOf(options);
+  const runDir = makeRunDirectory(workspace, options.stack, options.envVars?.PULUMI_HOME || process.env.PULUMI_HOME || undefined);
   const args = { stackName: options.stack, projectName: PROJECT_NAME, program };
   const settings: LocalWorkspaceOptions = {
-    workDir: workspace.workDir,
-    projectSettings: { name: PROJECT_NAME, runtime: "nodejs", backend: { url: workspace.backendUrl } },
+    workDir: runDir.dir,
+    // No backend here: a file holds no URL (it may carry a password); PULUMI_BACKEND_URL below does.
+    projectSettings: { name: PROJECT_NAME, runtime: "nodejs" },
     // What the options name explicitly (backend, passphrase) wins over the same variables in envVars.
     envVars: {
       PULUMI_SKIP_UPDATE_CHECK: "true",
       // The provider words its advice (a missing key) for a library's caller; the CLI says "cli" in envVars.
       [ENV_HINTS]: "automation",
       ...options.envVars,
-      PULUMI_BACKEND_URL: workspace.backendUrl,
+      ...engineBackendEnv(workspace.backendUrl),
       ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
     },
   };
-  const stack = open.mustExist
-    ? await LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
-        throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
-      })
-    : await selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
-  if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
-  return { stack, backendUrl: workspace.backendUrl };
+  try {
+    const stack = open.mustExist
+      ? await LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
+          throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
+        })
+      : await selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
+    if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
+    // A new stack's salt is kept at once, not only when the run ends (the process may not live that long).
+    runDir.saveSettings();
+    return { stack, backendUrl: workspace.backendUrl, dispose: runDir.dispose };
+  } catch (error) {
+    runDir.dispose();
+    throw error;
+  }
 }
 
 /**
@@ -395,8 +452,15 @@ export async function openStack(options: RunOptions, program: readonly GroupSpec
   if (running.has(key)) throw new StackLockedError(options.stack);
   running.add(key);
   try {
-    const { stack, backendUrl } = await selectStack(options, typeof program === "function" ? program : programFor(program), open);
-    return { stack, backendUrl, release: () => running.delete(key) };
+    const { stack, backendUrl, dispose } = await selectStack(options, typeof program === "function" ? program : programFor(program), open);
+    return {
+      stack,
+      backendUrl,
+      release: () => {
+        running.delete(key);
+        dispose();
+      },
+    };
   } catch (error) {
     running.delete(key);
     throw runError(error, options);
@@ -443,6 +507,7 @@ function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outpu
       ...(profile !== undefined ? { profile } : {}),
       change: changes.get(resourceName) ?? "same",
       ...(tracker.changedFields.has(resourceName) ? { changedFields: tracker.changedFields.get(resourceName) } : {}),
+      ...(tracker.fieldChanges.has(resourceName) ? { fieldChanges: tracker.fieldChanges.get(resourceName) } : {}),
       ...(value.name !== undefined ? { name: value.name } : {}),
       ...(value.token !== undefined ? { token: value.token } : {}),
       ...(value.teamId !== undefined ? { teamId: value.teamId } : {}),
@@ -460,11 +525,12 @@ export function withLockWait<T>(options: RunOptions, attempt: () => Promise<T>):
   });
 }
 
-async function run(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
-  return withLockWait(options, () => runOnce(operation, options, specs));
+async function run(operation: Operation, options: RunOptions & DeleteGuardOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
+  const guard = validDeleteGuard(options);
+  return withLockWait(options, () => runOnce(operation, options, specs, guard));
 }
 
-async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
+async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<RunResult> {
   // refresh and destroy never run the program; they need a stack to work on, and never make one.
   const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
   const tracker = new ChangeTracker(options.onEvent);
@@ -475,6 +541,14 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
   };
   const refresh = options.refresh === true ? { refresh: true } : {};
   try {
+    // Mass deletion needs an explicit word, decided from the state before the engine runs.
+    const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
+    if ((operation === "up" || operation === "destroy") && guarded) {
+      const held = heldGroupNames(await prepared.stack.exportStack());
+      const declared = new Set(specs.map(resourceNameOf));
+      const deleting = operation === "destroy" ? held : held.filter((name) => !declared.has(name));
+      assertDeletionsAllowed({ operation, stack: options.stack, held: held.length, deleting }, guard);
+    }
     let outputs: OutputMap | undefined;
     switch (operation) {
       case "preview":
@@ -494,25 +568,31 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
     return {
       operation,
       stack: options.stack,
-      backendUrl: prepared.backendUrl,
+      backendUrl: withoutCredentials(prepared.backendUrl),
       summary,
       changed: summary.create + summary.update + summary.replace + summary.delete > 0,
       groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
     const translated = runError(error, options);
-    const lines = tracker.failureLines();
+    const secrets = secretValuesOf(options);
+    const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
     const missing = missingCredentials(tracker);
     if (missing !== undefined) throw missing;
     // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
     if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) throw translated;
-    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secretValuesOf(options));
+    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
   } finally {
     prepared.release();
   }
 }
 
-/** `pulumi up` of the given groups: creates, updates, rotates, replaces, and deletes groups no longer listed. */
+/**
+ * `pulumi up` of the given groups: creates, updates, rotates, replaces, and deletes
+ * groups no longer listed. An up that would delete every group of a non-empty stack
+ * is refused unless `allowDeleteAll`; one that would delete more than `maxDeletes`
+ * groups is refused (DeletionRefusedError, before any change).
+ */
 export async function provisionUserGroups(options: ProvisionOptions): Promise<RunResult> {
   return run("up", options, validateGroups(options.groups));
 }
@@ -527,7 +607,7 @@ export async function refreshUserGroups(options: RunOptions): Promise<RunResult>
   return run("refresh", options, []);
 }
 
-/** Deletes every group of the stack. */
-export async function destroyUserGroups(options: RunOptions): Promise<RunResult> {
+/** Deletes every group of the stack (refused before any change when `maxDeletes` is given and the stack holds more). */
+export async function destroyUserGroups(options: RunOptions & Pick<DeleteGuardOptions, "maxDeletes">): Promise<RunResult> {
   return run("destroy", options, []);
 }

@@ -11,8 +11,8 @@ import { UserGroupsError } from "../wire/errors";
 /** The profile part of the name of a group declared without a profile. */
 export const NO_PROFILE = "default";
 
-/** Control, format and bidi characters: invisible, or rewriting what a terminal shows. */
-const CONTROLS = "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb";
+/** Control, format and bidi characters: invisible, or rewriting what a terminal shows (a RegExp character-class body). */
+export const CONTROLS = "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb";
 
 /** An id that holds any of these is encoded (a lone `:` is harmless and kept raw in other ids). */
 const FORCES_ENCODING = new RegExp(`[%*${CONTROLS}]|::`, "u");

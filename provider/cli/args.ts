@@ -1,5 +1,6 @@
 // The `user-groups` command line: operations, options and their rules.
 import { parseArgs } from "node:util";
+import { backendUrlSecrets } from "../automation/backend-url";
 import { parseDurationMs } from "../automation/duration";
 import type { Operation } from "../automation/provision";
 import { isValidStackName } from "../automation/stack-name";
@@ -31,10 +32,14 @@ Options:
   --stack, -s NAME       the stack (default: "default")
   --backend-url URL      Pulumi backend (default: PULUMI_BACKEND_URL, else a file backend
                          in .user-groups/state next to the groups file, or in the current
-                         directory without --file)
+                         directory without --file). A URL with a password goes in
+                         PULUMI_BACKEND_URL, never on the command line
   --yes, -y              apply without asking (required for up/destroy when not on a terminal)
   --force                up/destroy on a UserGroupFleet's stack (refused without it: the whole
                          set would delete the groups the fleet made)
+  --allow-delete-all     up/recover: allow a run that deletes every group of the stack
+                         (refused without it, e.g. for an empty groups file)
+  --max-deletes N        up/recover/destroy: refuse a run that would delete more than N groups
   --json                 print one JSON document instead of progress and a table
   --show-secrets         with --json: include each group's token
   --refresh              preview/up: read every group from the service first, so that a group
@@ -80,6 +85,10 @@ export interface CliArgs {
   readonly yes: boolean;
   /** up/destroy: run even on a UserGroupFleet's stack (whose groups the file does not list). */
   readonly force: boolean;
+  /** up/recover: a run may delete every group of the stack. */
+  readonly allowDeleteAll: boolean;
+  /** up/recover/destroy: refuse a run that deletes more groups. */
+  readonly maxDeletes?: number;
   readonly json: boolean;
   readonly showSecrets: boolean;
   readonly expectNoChanges: boolean;
@@ -96,6 +105,8 @@ const NEED_FILE: readonly CliOperation[] = ["preview", "up", "recover", "validat
 /** Options that go with some commands only: refused with the others, and left out of their help. */
 const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--force": ["up", "destroy"],
+  "--allow-delete-all": ["up", "recover"],
+  "--max-deletes": ["up", "recover", "destroy"],
   "--expect-no-changes": ["preview", "refresh"],
   "--refresh": ["preview", "up"],
   "--summary-file": ["preview", "up", "drift"],
@@ -113,6 +124,8 @@ const PARSE_OPTIONS = {
   "backend-url": { type: "string" },
   yes: { type: "boolean", short: "y", default: false },
   force: { type: "boolean", default: false },
+  "allow-delete-all": { type: "boolean", default: false },
+  "max-deletes": { type: "string" },
   json: { type: "boolean", default: false },
   "show-secrets": { type: "boolean", default: false },
   "expect-no-changes": { type: "boolean", default: false },
@@ -171,6 +184,11 @@ export function commandUsage(operation: CliOperation): string {
 /** A day: longer is a mistake, not a wait. */
 const MAX_LOCK_TIMEOUT_MS = 24 * 3_600_000;
 
+/** Does a URL carry a password (user:password@, or a password query option)? */
+function hasPassword(url: string): boolean {
+  return backendUrlSecrets(url).length > 0;
+}
+
 export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest {
   let parsed;
   try {
@@ -195,6 +213,15 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   if (values.stack !== undefined && !isValidStackName(values.stack)) {
     throw new UsageError('--stack takes letters, digits, "-", "_" and "." (at most 100), optionally as org/stack or org/project/stack');
+  }
+  let maxDeletes: number | undefined;
+  if (values["max-deletes"] !== undefined) {
+    maxDeletes = /^\d{1,9}$/.test(values["max-deletes"]) ? Number(values["max-deletes"]) : Number.NaN;
+    if (!Number.isInteger(maxDeletes)) throw new UsageError("--max-deletes takes a whole number of 0 or more");
+  }
+  // A secret never goes on a command line (every local user can read it there): the URL is not repeated.
+  if (values["backend-url"] !== undefined && hasPassword(values["backend-url"])) {
+    throw new UsageError("--backend-url holds a password: a command line is visible to every local user. Set PULUMI_BACKEND_URL instead.");
   }
   if (!values.file && NEED_FILE.includes(op)) throw new UsageError(`--file is required for ${op}`);
   if (values["show-secrets"] && op === "drift") throw new UsageError("--show-secrets does not go with drift (it reports no tokens)");
@@ -222,6 +249,8 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     ...(values["backend-url"] !== undefined ? { backendUrl: values["backend-url"] } : {}),
     yes: values.yes ?? false,
     force: values.force ?? false,
+    allowDeleteAll: values["allow-delete-all"] ?? false,
+    ...(maxDeletes !== undefined ? { maxDeletes } : {}),
     json: values.json ?? false,
     showSecrets: values["show-secrets"] ?? false,
     expectNoChanges: values["expect-no-changes"] ?? false,

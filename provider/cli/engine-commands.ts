@@ -1,7 +1,7 @@
 // The commands that run the Pulumi engine (everything but validate). Loaded
 // only when needed: @pulumi/pulumi takes a second or two to load, and
 // `user-groups validate` must stay offline and fast.
-import { appendFileSync, writeFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import path from "node:path";
 import { detectDrift } from "../automation/drift";
 import { EngineEdgeError } from "../automation/engine-errors";
@@ -20,6 +20,10 @@ import {
 } from "../automation/provision";
 import { recoverStack } from "../automation/recover";
 import { ENV_HINTS } from "../logic/credentials";
+import { assertDeletionsAllowed, DeletionRefusedError } from "../automation/delete-guard";
+import { writeFileReplacing } from "../automation/regular-file";
+import { UntrustedWorkspaceError } from "../automation/workspace";
+import { scrubText, secretValuesOf } from "../automation/stack-config";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
@@ -40,9 +44,9 @@ function jsonDocument(result: RunResult, showSecrets: boolean): Record<string, u
   };
 }
 
-/** --summary-file, else GITHUB_STEP_SUMMARY (appended) when set. */
+/** --summary-file (replaced, never written through a symlink a checkout may hold there), else GITHUB_STEP_SUMMARY (appended) when set. */
 function writeSummary(args: CliArgs, io: CliIo, markdown: string): void {
-  if (args.summaryFile !== undefined) writeFileSync(args.summaryFile, markdown, { mode: 0o600 });
+  if (args.summaryFile !== undefined) writeFileReplacing(args.summaryFile, markdown);
   else if (io.env.GITHUB_STEP_SUMMARY) appendFileSync(io.env.GITHUB_STEP_SUMMARY, `${markdown}\n`);
 }
 
@@ -84,10 +88,11 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     // The provider's advice (a missing key) is worded for the command line: environment variables.
     envVars: { [ENV_HINTS]: "cli" },
   };
+  const guard = { allowDeleteAll: args.allowDeleteAll, ...(args.maxDeletes !== undefined ? { maxDeletes: args.maxDeletes } : {}) };
   // Where the lock lives, for messages about it: only asked when a lock is met.
   const backendUrl = () => workspaceOf(base).backendUrl;
   base.onLockWait = lockWaitReporter(args, io, backendUrl);
-  const withGroups = { ...base, groups: groups ?? [] };
+  const withGroups = { ...base, ...guard, groups: groups ?? [] };
   const progress: Array<{ finish(): void }> = [];
   // A fresh progress display for each run (the confirmation preview is a run of its own).
   const options = <T extends RunOptions>(run: T): T => {
@@ -115,6 +120,8 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     if (changing && !args.yes) {
       const preview = args.operation === "up" ? await previewUserGroups(options(withGroups)) : undefined;
       endProgress();
+      // Refused before asking: the up itself would refuse it after the yes.
+      if (preview) assertDeletionsAllowed({ operation: "preview", stack: args.stack, ...plannedDeletionsOf(preview) }, guard);
       if (preview) io.stdout(`${formatTable(preview)}\n`);
       const question =
         args.operation === "up"
@@ -139,10 +146,21 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     return EXIT_OK;
   } catch (error) {
     endProgress();
-    const message = `${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}`;
-    const exitCode = error instanceof GroupsValidationError || error instanceof FleetStackError ? EXIT_USAGE : EXIT_FAILED;
+    // The library scrubs its errors; this is the last word before a terminal or a CI log, so once more.
+    const secrets = secretValuesOf({ ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}) }, io.env);
+    const message = scrubText(`${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}`, secrets);
+    const refusedInput = [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError].some((refusal) => error instanceof refusal);
+    const exitCode = refusedInput ? EXIT_USAGE : EXIT_FAILED;
     return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode }, args.json);
   }
+}
+
+/** A preview's deletions, and the groups the stack holds (all it shows but creates). */
+function plannedDeletionsOf(preview: RunResult): { held: number; deleting: string[] } {
+  return {
+    held: preview.groups.filter((g) => g.change !== "create").length,
+    deleting: preview.groups.filter((g) => g.change === "delete").map((g) => g.resourceName),
+  };
 }
 
 async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { groups: readonly GroupSpec[] }): Promise<RunResult> {

@@ -1,12 +1,12 @@
 // Reading a groups file, which is untrusted input: a pull request controls it.
-// Everything is bounded before anything heavy runs: the file's size (stat
-// before read), YAML anchors and aliases (refused: a few hundred bytes of
+// Everything is bounded before anything heavy runs: the file itself (a regular
+// file, not a symlink, read by a bounded read: regular-file.ts), YAML anchors and aliases (refused: a few hundred bytes of
 // nested aliases expand to hundreds of megabytes in any consumer), and each
 // group's serialized properties (the wire's 1 MiB, groups-spec.ts). Every
 // problem names the file and the entry.
-import { readFileSync, statSync } from "node:fs";
 import yaml from "js-yaml";
 import { type GroupSpec, groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
+import { FileRefusedError, readRegularFile } from "../automation/regular-file";
 import { UserGroupsError } from "../wire/errors";
 import { UsageError } from "./args";
 
@@ -59,14 +59,11 @@ export function parseGroupsText(text: string, file: string): unknown {
 export function readGroupsFile(file: string): GroupSpec[] {
   let text: string;
   try {
-    const size = statSync(file).size;
-    if (size > MAX_GROUPS_FILE_BYTES) {
-      throw new UsageError(`${file}: ${size} bytes is over the limit of ${MAX_GROUPS_FILE_BYTES} bytes (16 MiB) for a groups file`);
-    }
-    text = readFileSync(file, "utf8");
+    // Symlinks are refused: git commits them, and one may point at /dev/zero, a FIFO or a file outside the checkout.
+    text = readRegularFile(file, MAX_GROUPS_FILE_BYTES, "groups file").toString("utf8");
   } catch (error) {
-    if (error instanceof UsageError) throw error;
-    throw new UsageError(`${file}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    if (error instanceof FileRefusedError) throw new UsageError(error.message, { cause: error });
+    throw error;
   }
   const parsed = groupsDocumentSchema.safeParse(parseGroupsText(text, file));
   if (!parsed.success) throw new UsageError(`${file}: must hold one object with a "groups" list, and nothing else`);

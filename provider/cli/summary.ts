@@ -1,38 +1,21 @@
 // Markdown summaries for reviewers (a pull request comment, GITHUB_STEP_SUMMARY):
-// counts, then one row per changed group with what changes; unchanged groups
+// counts, then one row per changed group with what changes (old -> new of each
+// field, rotations and deletions flagged: change-lines.ts); unchanged groups
 // are only counted. Bounded (GitHub refuses a step summary over 1 MiB and a
 // comment over 65,536 characters) and never a token: only names, changes and
 // field names are written.
 import type { DriftReport } from "../automation/drift";
 import type { GroupResult, RunResult } from "../automation/provision";
+import { changeLines } from "./change-lines";
 import { markdownCell, markdownCode } from "./markdown-text";
 
 export { markdownCell, markdownCode } from "./markdown-text";
 
 export const MAX_SUMMARY_CHARS = 60_000;
 
-const FIELD_WORDS: Record<string, string> = {
-  name: "name",
-  mapping: "mapping",
-  properties: "properties",
-  rotationTrigger: "token rotation",
-  userGroupId: "replaced: userGroupId changed",
-  profile: "replaced: profile changed",
-};
-
+/** A changed group's cell: each point of changeLines, escaped, joined. */
 function whatChanges(group: GroupResult): string {
-  switch (group.change) {
-    case "create":
-      return "new group";
-    case "delete":
-      return "deleted (no longer declared)";
-    case "failed":
-      return "failed";
-    default: {
-      const fields = group.changedFields ?? [];
-      return fields.length > 0 ? fields.map((f) => FIELD_WORDS[f] ?? f).join(", ") : group.change;
-    }
-  }
+  return changeLines(group).map((line) => markdownCell(line)).join("; ");
 }
 
 /** Rows until the budget is spent, then one "... and N more" line. */
@@ -63,7 +46,7 @@ export function runSummaryMarkdown(result: RunResult, maxChars = MAX_SUMMARY_CHA
   const changed = result.groups.filter((g) => g.change !== "same" && g.change !== "read" && g.change !== "refresh");
   if (changed.length === 0) return [...head, "", "No changes."].join("\n") + "\n";
   head.push("", "| Group | Change | What changes |", "| --- | --- | --- |");
-  const rows = changed.map((g) => `| ${markdownCell(g.resourceName)} | ${g.change} | ${markdownCell(whatChanges(g))} |`);
+  const rows = changed.map((g) => `| ${markdownCell(g.resourceName)} | ${g.change} | ${whatChanges(g)} |`);
   const unchanged = result.groups.length - changed.length;
   const tail = unchanged > 0 ? ["", `${unchanged} unchanged ${unchanged === 1 ? "group" : "groups"} not listed.`] : [];
   return `${boundedTable(head, rows, tail, maxChars)}\n`;

@@ -3,6 +3,7 @@
 // hide the rest of the table or fake a row.
 import type { DriftReport } from "../automation/drift";
 import type { RunResult } from "../automation/provision";
+import { changeLines } from "./change-lines";
 import { CHANGE_SYMBOL } from "./progress";
 import { terminalText } from "./terminal-text";
 
@@ -23,7 +24,14 @@ export function formatTable(result: RunResult): string {
   ]);
   const s = result.summary;
   const counts = `${s.create} create, ${s.update} update, ${s.replace} replace, ${s.delete} delete, ${s.same} unchanged`;
-  return [...columns(["GROUP", "PROFILE", "ENVIRONMENT", "CHANGE", "TEAM ID"], rows), "", `${result.operation} of stack "${result.stack}": ${counts}`].join("\n");
+  const [header, ...lines] = columns(["GROUP", "PROFILE", "ENVIRONMENT", "CHANGE", "TEAM ID"], rows);
+  // Under each updated, replaced or deleted group: what changes, old -> new (a new group needs no more than its row).
+  const withDetails = lines.flatMap((line, i) => {
+    const group = result.groups[i]!;
+    const details = group.change === "update" || group.change === "replace" || group.change === "delete" ? changeLines(group) : [];
+    return [line, ...details.map((detail) => `      ${detail}`)];
+  });
+  return [header!, ...withDetails, "", `${result.operation} of stack "${result.stack}": ${counts}`].join("\n");
 }
 
 export function formatDriftTable(report: DriftReport): string {

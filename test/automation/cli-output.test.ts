@@ -34,6 +34,7 @@ describe("parseCliArgs", () => {
       stack: "prod",
       yes: true,
       force: false,
+      allowDeleteAll: false,
       json: false,
       showSecrets: false,
       expectNoChanges: false,
@@ -46,6 +47,33 @@ describe("parseCliArgs", () => {
     expect(parseCliArgs(["destroy", "--stack", "fleet", "--force", "--yes"])).toMatchObject({ operation: "destroy", force: true });
     expect(() => parseCliArgs(["preview", "-f", "g.yaml", "--force"])).toThrow(/--force goes with up or destroy/);
     expect(() => parseCliArgs(["up", "-f", "g.yaml", "--stack", "../x"])).toThrow(/--stack takes letters, digits/);
+  });
+
+  it("takes --allow-delete-all with up/recover and --max-deletes N with up/recover/destroy", () => {
+    expect(parseCliArgs(["up", "-f", "g.yaml", "--allow-delete-all", "--max-deletes", "3"])).toMatchObject({ allowDeleteAll: true, maxDeletes: 3 });
+    expect(parseCliArgs(["destroy", "--max-deletes", "0"])).toMatchObject({ maxDeletes: 0 });
+    expect(() => parseCliArgs(["destroy", "--allow-delete-all"])).toThrow(/--allow-delete-all goes with up or recover/);
+    expect(() => parseCliArgs(["preview", "-f", "g.yaml", "--max-deletes", "1"])).toThrow(/--max-deletes goes with up, recover or destroy/);
+    for (const bad of ["-1", "1.5", "x", "", "1e3"]) expect(() => parseCliArgs(["up", "-f", "g.yaml", `--max-deletes=${bad}`]), bad).toThrow(/whole number of 0 or more/);
+  });
+
+  it("refuses a --backend-url that holds a password, without repeating it", () => {
+    for (const url of ["postgres://u:s3cr%40t@db/x", "postgres://u:p@ss:w@db/x", "postgres://db/x?sslmode=disable&password=hunter2"]) {
+      const error = (() => {
+        try {
+          parseCliArgs(["preview", "-f", "g.yaml", "--backend-url", url]);
+        } catch (e) {
+          return e as Error;
+        }
+        return undefined;
+      })();
+      expect(error, url).toBeInstanceOf(UsageError);
+      expect(error!.message).toMatch(/holds a password[\s\S]*PULUMI_BACKEND_URL/);
+      expect(error!.message).not.toMatch(/s3cr|p@ss|hunter2/);
+    }
+    expect(parseCliArgs(["preview", "-f", "g.yaml", "--backend-url", "postgres://user@db:5432/x?sslmode=disable"])).toMatchObject({
+      backendUrl: "postgres://user@db:5432/x?sslmode=disable",
+    });
   });
 
   it("reads recover, which goes with --file and --stack like up", () => {
@@ -166,6 +194,45 @@ describe("formatTable", () => {
         "  testing.acme-long-name  testing               same",
         "",
         'up of stack "prod": 1 create, 0 update, 0 replace, 0 delete, 1 unchanged',
+      ].join("\n"),
+    );
+  });
+
+  it("shows under each changed group its fields old -> new, flags a rotation and a deletion, never a token", () => {
+    const result: RunResult = {
+      operation: "preview",
+      stack: "prod",
+      backendUrl: "file:///tmp/x",
+      changed: true,
+      summary: { create: 0, update: 1, replace: 0, delete: 1, same: 0 },
+      groups: [
+        {
+          resourceName: "default.acme",
+          userGroupId: "acme",
+          change: "update",
+          changedFields: ["name", "properties", "rotationTrigger"],
+          fieldChanges: [
+            { field: "name", old: "Acme", new: "Acme Corp" },
+            { field: "properties", old: { seats: 40, region: "eu" }, new: { seats: 41, region: "eu", plan: "team" } },
+            { field: "rotationTrigger", old: "2026-10", new: "2026-11" },
+          ],
+          token: "e".repeat(64),
+        },
+        { resourceName: "default.old", userGroupId: "old", change: "delete", fieldChanges: [{ field: "name", old: "Old Co" }] },
+      ],
+    };
+    expect(formatTable(result)).toBe(
+      [
+        "GROUP           PROFILE  ENVIRONMENT  CHANGE  TEAM ID",
+        "~ default.acme  default               update",
+        '      name: "Acme" → "Acme Corp"',
+        '      properties.plan: (none) → "team"',
+        "      properties.seats: 40 → 41",
+        '      token rotation (rotationTrigger "2026-10" → "2026-11"): the old token stops working at once',
+        "- default.old   default               delete",
+        '      deleted (no longer declared; was "Old Co"): the group and its token are gone at once',
+        "",
+        'preview of stack "prod": 0 create, 1 update, 0 replace, 1 delete, 0 unchanged',
       ].join("\n"),
     );
   });

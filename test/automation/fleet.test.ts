@@ -167,8 +167,8 @@ describe("the GitOps CLI on a fleet's stack", () => {
     }
     expect(requestsSince(mark)).toEqual([]);
     expect(tokenOf("by-fleet")).toBeDefined();
-    // With --force the file's whole set is applied, as asked: the fleet's group goes.
-    const forced = await runUserGroupsCli(["up", "--file", "groups.yaml", ...backend, "--yes", "--force"], { cwd: repo, env: cliEnv });
+    // With --force the file's whole set is applied, as asked: the fleet's group goes (it is every group: --allow-delete-all too).
+    const forced = await runUserGroupsCli(["up", "--file", "groups.yaml", ...backend, "--yes", "--force", "--allow-delete-all"], { cwd: repo, env: cliEnv });
     expect(forced.code, forced.stderr).toBe(0);
     expect(tokenOf("from-file")).toBeDefined();
     expect(tokenOf("by-fleet")).toBeUndefined();

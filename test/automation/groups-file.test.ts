@@ -1,8 +1,8 @@
 // A groups file is untrusted input (a pull request controls it): bounded and
 // refused early, every error naming the file and the entry; `validate` checks
 // one offline; the JSON Schema shipped for editors is the zod schema's.
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -64,6 +64,29 @@ describe("readGroupsFile", () => {
     expect(() => readGroupsFile(big)).toThrow(`${big}: ${MAX_GROUPS_FILE_BYTES + 1} bytes is over the limit of ${MAX_GROUPS_FILE_BYTES} bytes (16 MiB)`);
   });
 
+  it("reads a file of exactly the limit, refuses one byte more: the read itself is bounded", () => {
+    const padded = (size: number) => {
+      const head = "groups:\n  - { name: A, userGroupId: a }\n";
+      return file(`pad-${size}.yaml`, head + "#".repeat(size - head.length - 1) + "\n");
+    };
+    expect(readGroupsFile(padded(MAX_GROUPS_FILE_BYTES))).toHaveLength(1);
+    expect(() => readGroupsFile(padded(MAX_GROUPS_FILE_BYTES + 1))).toThrow(/over the limit of 16777216 bytes \(16 MiB\) for a groups file/);
+  });
+
+  it("refuses a symlink (git commits them), even to a regular file, naming the file", () => {
+    const real = file("real.yaml", "groups:\n  - { name: A, userGroupId: a }\n");
+    const link = path.join(dir, "link.yaml");
+    symlinkSync(real, link);
+    expect(() => readGroupsFile(link)).toThrow(UsageError);
+    expect(() => readGroupsFile(link)).toThrow(`${link}: is a symbolic link; a groups file must be a regular file`);
+  });
+
+  it("refuses a device, a directory and a missing file, each by name", () => {
+    expect(() => readGroupsFile("/dev/zero")).toThrow("/dev/zero: is a character device; a groups file must be a regular file");
+    expect(() => readGroupsFile(dir)).toThrow(`${dir}: is a directory`);
+    expect(() => readGroupsFile(path.join(dir, "absent.yaml"))).toThrow(/absent\.yaml: no such file/);
+  });
+
   it("refuses a group whose properties serialize to more than 1 MiB, naming the entry", () => {
     const huge = JSON.stringify({ blob: "x".repeat(1024 * 1024) });
     const target = file("huge.yaml", `groups:\n  - { name: A, userGroupId: a }\n  - { name: B, userGroupId: b, properties: ${huge} }\n`);
@@ -94,6 +117,24 @@ describe("user-groups validate", () => {
     const run = cli("validate", "--file", file("fleet.yaml", `groups:\n${groups.join("\n")}\n`));
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/fleet\.yaml: 5000 groups, valid/);
+  });
+
+  // The attacks of issue 23: each used to read until 4 GB (a symlink to /dev/zero) or hang (a FIFO).
+  it("refuses a symlink to /dev/zero and a FIFO at once (exit 2), never reading them", () => {
+    const zero = path.join(dir, "zero.yaml");
+    symlinkSync("/dev/zero", zero);
+    const fifo = path.join(dir, "fifo.yaml");
+    execFileSync("mkfifo", [fifo]);
+    for (const [target, message] of [
+      [zero, "is a symbolic link"],
+      [fifo, "is a FIFO (named pipe); a groups file must be a regular file"],
+    ] as const) {
+      // A hang or an endless read would meet the timeout (and a signal instead of exit 2).
+      const run = spawnSync(process.execPath, [USER_GROUPS_CLI, "validate", "--file", target], { env: { PATH: path.dirname(process.execPath) }, encoding: "utf8", timeout: 60_000 });
+      expect(run.signal, target).toBeNull();
+      expect(run.status, run.stderr).toBe(2);
+      expect(run.stderr).toContain(`${target}: ${message}`);
+    }
   });
 
   it("exits 2 naming the file and the entry", () => {

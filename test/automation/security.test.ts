@@ -3,13 +3,13 @@
 // reach a path, and a demo that never protects real credentials with the
 // public demo passphrase.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
-import { USER_GROUPS_CLI } from "../support/user-groups-cli";
+import { runUserGroupsCli, USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 type AutomationModule = typeof import("../../provider/automation/index");
 type WorkspaceModule = typeof import("../../provider/automation/workspace");
@@ -89,43 +89,133 @@ describe("1. no key on a command line, none in an error", () => {
   });
 });
 
-describe("2 and 3. the work directory: only our own links, private modes", () => {
-  const ownRoot = realpathSync(path.dirname(load.resolve("pulumi-user-groups/package.json")));
+describe("1b. a later run of the same work directory", () => {
+  it("runs Pulumi in a private directory of its own: the kept settings decrypt the key, nothing the work directory holds runs", async () => {
+    const workDir = path.join(env.workDir, "groups");
+    const settings = path.join(workDir, "Pulumi.config.yaml");
+    const settingsBefore = readFileSync(settings, "utf8");
+    expect(settingsBefore).toMatch(/user-groups:apiKey:\s+secure:/); // left by the first test of this file
+    // Planted: packages a provider process would load from the work directory, and an old project file with a password.
+    const marker = path.join(env.workDir, "PLANTED-CODE-RAN");
+    const evil = `require("node:fs").writeFileSync(${JSON.stringify(marker)}, "ran"); throw new Error("planted");`;
+    for (const pkg of ["pulumi-user-groups", "@pulumi/pulumi"]) {
+      const dir = path.join(workDir, "node_modules", pkg);
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(path.join(dir, "cmd", "dynamic-provider"), { recursive: true });
+      writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: pkg, main: "index.js", exports: { ".": "./index.js", "./provider-runtime": "./index.js", "./package.json": "./package.json" } }));
+      writeFileSync(path.join(dir, "index.js"), evil);
+      writeFileSync(path.join(dir, "cmd", "dynamic-provider", "index.js"), evil);
+    }
+    writeFileSync(path.join(workDir, "Pulumi.yaml"), "name: user-groups\nruntime: nodejs\nbackend:\n  url: postgres://u:old-secret@db/x\n");
+    const runRoot = mkdtempSync(path.join(env.workDir, "tmp-"));
+    const journalBefore = server.journal().length;
+    const tmpBefore = process.env.TMPDIR;
+    process.env.TMPDIR = runRoot; // where this run makes its private directory
+    try {
+      const { PULUMI_CONFIG_PASSPHRASE: _p, ...envVars } = env.envVars;
+      // No key in the environment and none passed: a refresh reads each group with the key from the kept settings.
+      const refreshed = await automation.refreshUserGroups({ stack: "config", workDir, passphrase: "right-passphrase", envVars: { ...envVars, PULUMI_BACKEND_URL: "" } });
+      expect(refreshed.changed).toBe(false);
+      expect(refreshed.groups.map((g) => `${g.resourceName}:${g.change}`)).toEqual(["default.from-config:same"]);
+    } finally {
+      if (tmpBefore === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmpBefore;
+    }
+    expect(server.journal().slice(journalBefore).map((entry) => `${entry.method} ${entry.status}`)).toEqual(["PUT 200"]);
+    expect(existsSync(marker)).toBe(false);
+    expect(existsSync(path.join(workDir, "Pulumi.yaml"))).toBe(false);
+    expect(readFileSync(settings, "utf8")).toBe(settingsBefore);
+    expect(readdirSync(runRoot)).toEqual([]); // the run directory is gone
+  });
+});
 
-  it("refuses a planted package directory, and leaves it for the user to look at", () => {
-    const workDir = path.join(env.workDir, "planted-dir");
-    const planted = path.join(workDir, "node_modules", "pulumi-user-groups");
-    mkdirSync(planted, { recursive: true });
-    writeFileSync(path.join(planted, "package.json"), '{"name":"pulumi-user-groups","main":"evil.js"}');
-    expect(() => workspace.prepareWorkspace(workDir, undefined)).toThrow(workspace.UntrustedWorkspaceError);
-    expect(() => workspace.prepareWorkspace(workDir, undefined)).toThrow(/node_modules\/pulumi-user-groups is not the link .* Remove it/);
-    expect(existsSync(path.join(planted, "package.json"))).toBe(true);
+describe("2 and 3. the work directory: nothing planted there runs or is written through", () => {
+  /** A provider plugin a pull request could commit: if anything runs it, it leaves a marker. */
+  function plantedPlugin(root: string): { dir: string; marker: string } {
+    const dir = path.join(root, "evil-plugin");
+    const marker = path.join(root, "PLUGIN-RAN");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, "pulumi-resource-pulumi-nodejs"), `#!/bin/sh\nenv > '${marker}'\nexit 1\n`, { mode: 0o755 });
+    return { dir, marker };
+  }
+
+  const projectNaming = (pluginDir: string) => ({ name: "user-groups", runtime: "nodejs", plugins: { providers: [{ name: "pulumi-nodejs", path: pluginDir }] } });
+
+  /** Each attack of issue 23: what is planted in `.user-groups/`, and the file the refusal must name. */
+  const ATTACKS: Array<[string, (workDir: string, pluginDir: string, victim: string) => string]> = [
+    ["Pulumi.json naming a provider plugin", (w, p) => write(path.join(w, "Pulumi.json"), JSON.stringify(projectNaming(p)))],
+    ["Pulumi.yml naming a provider plugin", (w, p) => write(path.join(w, "Pulumi.yml"), JSON.stringify(projectNaming(p)))],
+    ["a Pulumi.yaml naming a provider plugin", (w, p) => write(path.join(w, "Pulumi.yaml"), JSON.stringify(projectNaming(p)))],
+    ["a Pulumi.yaml symlinked to another file", (w, _p, v) => link(v, path.join(w, "Pulumi.yaml"))],
+    ["the stack settings symlinked to another file", (w, _p, v) => link(v, path.join(w, "Pulumi.prod.yaml"))],
+    ["Pulumi.prod.json", (w) => write(path.join(w, "Pulumi.prod.json"), '{"config":{"user-groups:baseUrl":"https://evil.example"}}')],
+    ["Pulumi.prod.yml", (w) => write(path.join(w, "Pulumi.prod.yml"), "config:\n  user-groups:baseUrl: https://evil.example\n")],
+    ["the file backend symlinked elsewhere", (w, _p, v) => link(path.dirname(v), path.join(w, "state"))],
+  ];
+  function write(file: string, content: string): string {
+    writeFileSync(file, content);
+    return file;
+  }
+  function link(target: string, file: string): string {
+    symlinkSync(target, file);
+    return file;
+  }
+
+  it.each(ATTACKS)("refuses %s, naming it, before anything runs or is written", async (_what, plant) => {
+    const root = mkdtempSync(path.join(env.workDir, "attack-"));
+    const workDir = path.join(root, ".user-groups");
+    mkdirSync(workDir);
+    const { dir, marker } = plantedPlugin(root);
+    const victim = path.join(root, "victim", "precious.txt");
+    mkdirSync(path.dirname(victim));
+    writeFileSync(victim, "precious\n");
+    const planted = plant(workDir, dir, victim);
+    const error = await automation
+      .previewUserGroups({ stack: "prod", workDir, passphrase: "p", envVars: { ...env.envVars, PULUMI_BACKEND_URL: "", USER_GROUPS_API_KEY: KEY }, groups: [{ name: "A", userGroupId: "a" }] })
+      .then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(automation.UntrustedWorkspaceError);
+    expect((error as Error).message).toContain(`${planted} `);
+    expect((error as Error).message).toMatch(/refusing to run with it[\s\S]*Remove it and run again/);
+    expect(existsSync(marker)).toBe(false);
+    expect(readFileSync(victim, "utf8")).toBe("precious\n");
+    expect(readdirSync(path.dirname(victim))).toEqual(["precious.txt"]);
   });
 
-  it("replaces a symlink that points elsewhere, and refuses a planted file for @pulumi/pulumi", () => {
-    const workDir = path.join(env.workDir, "planted-link");
-    const elsewhere = path.join(env.workDir, "elsewhere");
-    mkdirSync(elsewhere, { recursive: true });
-    mkdirSync(path.join(workDir, "node_modules"), { recursive: true });
-    symlinkSync(elsewhere, path.join(workDir, "node_modules", "pulumi-user-groups"));
-    workspace.prepareWorkspace(workDir, undefined);
-    expect(realpathSync(path.join(workDir, "node_modules", "pulumi-user-groups"))).toBe(ownRoot);
-
-    const fileDir = path.join(env.workDir, "planted-file");
-    mkdirSync(path.join(fileDir, "node_modules", "@pulumi"), { recursive: true });
-    writeFileSync(path.join(fileDir, "node_modules", "@pulumi", "pulumi"), "not a package");
-    expect(() => workspace.prepareWorkspace(fileDir, undefined)).toThrow(/node_modules\/@pulumi\/pulumi is not the link/);
+  it("the CLI refuses a committed .user-groups/Pulumi.json on a plain preview (exit 2), and its plugin never runs", async () => {
+    const repo = mkdtempSync(path.join(env.workDir, "repo-"));
+    mkdirSync(path.join(repo, ".user-groups"));
+    const { dir, marker } = plantedPlugin(repo);
+    // As reproduced: beside the Pulumi.yaml an earlier version wrote, which the Automation API would rewrite while the CLI read Pulumi.json.
+    write(path.join(repo, ".user-groups", "Pulumi.yaml"), "name: user-groups\nruntime: nodejs\n");
+    const planted = write(path.join(repo, ".user-groups", "Pulumi.json"), JSON.stringify(projectNaming(dir)));
+    write(path.join(repo, "groups.yaml"), "groups:\n  - { name: A, userGroupId: a }\n");
+    const run = await runUserGroupsCli(["preview", "--file", "groups.yaml", "--stack", "prod"], {
+      cwd: repo,
+      env: { ...process.env, ...env.envVars, PULUMI_BACKEND_URL: "", USER_GROUPS_API_KEY: KEY },
+    });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`${planted} is not a file pulumi-user-groups writes`);
+    expect(existsSync(marker)).toBe(false);
   });
 
   it("makes the work directory and the file backend 0700, and tightens an existing backend directory", () => {
     const workDir = path.join(env.workDir, "fresh", ".user-groups");
-    const prepared = workspace.prepareWorkspace(workDir, undefined);
+    const prepared = workspace.prepareWorkspace(workDir, undefined, "prod");
     expect(modeOf(workDir)).toBe("700");
     expect(modeOf(path.join(workDir, "state"))).toBe("700");
     expect(prepared.backendUrl).toBe(`file://${path.join(workDir, "state")}`);
     chmodSync(path.join(workDir, "state"), 0o755);
-    workspace.prepareWorkspace(workDir, undefined);
+    workspace.prepareWorkspace(workDir, undefined, "prod");
     expect(modeOf(path.join(workDir, "state"))).toBe("700");
+  });
+
+  it("removes the project file an earlier version wrote (its backend URL may hold a password), and nothing else", () => {
+    const workDir = path.join(env.workDir, "legacy", ".user-groups");
+    mkdirSync(workDir, { recursive: true });
+    write(path.join(workDir, "Pulumi.yaml"), "name: user-groups\nruntime: nodejs\nbackend:\n  url: postgres://u:legacy-secret@db/x\n");
+    write(path.join(workDir, "Pulumi.prod.yaml"), "encryptionsalt: v1:abc\n");
+    workspace.prepareWorkspace(workDir, "postgres://u:legacy-secret@db/x", "prod");
+    expect(readdirSync(workDir).sort()).toEqual(["Pulumi.prod.yaml"]);
   });
 });
 

@@ -43,14 +43,42 @@ describe("runSummaryMarkdown", () => {
         "| --- | --- | --- |",
         "| default.acme | update | name, properties |",
         "| default.globex | replace | replaced: userGroupId changed |",
-        "| default.initech | update | token rotation |",
+        "| default.initech | update | token rotation (the old token stops working at once) |",
         "| default.new | create | new group |",
-        "| default.old | delete | deleted (no longer declared) |",
+        "| default.old | delete | deleted (no longer declared): the group and its token are gone at once |",
         "",
         "2 unchanged groups not listed.",
         "",
       ].join("\n"),
     );
+    expect(markdown).not.toContain(TOKEN);
+  });
+
+  it("shows old -> new of each changed field, key by key, escaped and bounded, and never a token", () => {
+    const markdown = runSummaryMarkdown(
+      result([
+        {
+          ...group("acme", "update", ["name", "mapping", "properties", "rotationTrigger"]),
+          fieldChanges: [
+            { field: "name", old: "Acme", new: "Acme | *Corp*" },
+            { field: "mapping", old: { sales: "eu" }, new: { sales: "us" } },
+            { field: "properties", old: { note: "x".repeat(500), seats: 1 }, new: { seats: 1, bidi: "\u202eevil" } },
+            { field: "rotationTrigger", old: "2026-10", new: "2026-11" },
+          ],
+        },
+        { ...group("gone", "delete"), fieldChanges: [{ field: "name", old: "Gone Inc" }] },
+      ]),
+    );
+    const acme = markdown.split("\n").find((l) => l.startsWith("| default.acme"))!;
+    expect(acme).toContain('name: "Acme" → "Acme \\| \\*Corp\\*"');
+    expect(acme).toContain('mapping.sales: "eu" → "us"');
+    expect(acme).toContain('properties.bidi: (none) → "\\\\u202eevil"');
+    expect(acme).toMatch(/properties\.note: "x{50,}\.\.\. → \(none\)/);
+    expect(acme).not.toContain("properties.seats");
+    expect(acme).toContain('token rotation (rotationTrigger "2026-10" → "2026-11"): the old token stops working at once');
+    expect(acme).not.toContain("\u202e");
+    expect(acme.length).toBeLessThan(600);
+    expect(markdown).toContain('| default.gone | delete | deleted (no longer declared; was "Gone Inc"): the group and its token are gone at once |');
     expect(markdown).not.toContain(TOKEN);
   });
 

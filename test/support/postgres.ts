@@ -2,14 +2,21 @@
 // diy `postgres://` backend): the machine's own binaries, a data directory in
 // a fresh temp dir, 127.0.0.1 and a free port, stopped and removed after.
 // initdb refuses to run as root, so as root it runs as an unprivileged user.
+// With `password`, TCP connections must log in with it (SCRAM); local socket
+// connections stay trusted.
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "./free-port";
 
+export interface PostgresOptions {
+  /** The password of user "postgres" over TCP (else any connection is trusted). Not in backendUrl: the caller puts it where it wants. */
+  readonly password?: string;
+}
+
 export interface PostgresServer {
-  /** A Pulumi backend URL for this server (its own database). */
+  /** A Pulumi backend URL for this server (its own database), without a password. */
   readonly backendUrl: string;
   readonly port: number;
   stop(): void;
@@ -48,7 +55,7 @@ function serverUser(): { name: string; uid: number; gid: number } | undefined {
   return lookup("ug-postgres");
 }
 
-export async function startPostgres(): Promise<PostgresServer> {
+export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresServer> {
   const bin = postgresBinDir();
   const dir = mkdtempSync(path.join(tmpdir(), "user-groups-pg-"));
   chmodSync(dir, 0o700);
@@ -65,7 +72,14 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
   };
   const data = path.join(dir, "data");
-  run("initdb", ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+  const auth = ["-A", "trust"];
+  if (options.password !== undefined) {
+    const pwfile = path.join(dir, "pwfile");
+    writeFileSync(pwfile, `${options.password}\n`, { mode: 0o600 });
+    if (user) chownSync(pwfile, user.uid, user.gid);
+    auth.splice(0, 2, "--auth-local=trust", "--auth-host=scram-sha-256", `--pwfile=${pwfile}`);
+  }
+  run("initdb", ["-D", data, "-U", "postgres", ...auth, "-E", "UTF8", "--no-sync", "--no-instructions"]);
   let port = 0;
   // Another process may take the free port between our probe and the server's bind: try a few.
   for (let attempt = 1; ; attempt++) {
