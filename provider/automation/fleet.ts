@@ -14,7 +14,9 @@ import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
 import { ChangeTracker, declareGroup, type GroupResult, type RunOptions, selectStack, StackNotFoundError, withLockWait } from "./provision";
+import { type LeaseStore, leaseStoreFor } from "./run-lease";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
+import { underRunLease } from "./takeover";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
 
@@ -130,7 +132,11 @@ export class UserGroupFleet {
   private readonly lockTimeoutMs: number;
   private readonly batchWindowMs: number;
   private readonly queue: Request[] = [];
-  private stackHandle: Promise<Stack> | undefined;
+  private stackHandle: Promise<{ stack: Stack; backendUrl: string }> | undefined;
+  /** The backend's run lease store (undefined: a backend without one), made with the stack. */
+  private leaseStore: LeaseStore | undefined;
+  /** The lease's signal during a run: aborted if the lease is lost, which stops the engine. */
+  private runSignal: AbortSignal | undefined;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
@@ -176,7 +182,10 @@ export class UserGroupFleet {
     return groupsInState(await (await this.stack()).exportStack());
   }
 
-  /** Waits for the calls already made, then refuses new ones. */
+  /**
+   * Drains: refuses new calls (FleetClosedError) and waits for every call made
+   * before (they finish as usual), then lets go of the backend connection.
+   */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) {
@@ -184,7 +193,8 @@ export class UserGroupFleet {
       this.timer = undefined;
       this.draining ??= this.drain();
     }
-    await this.draining;
+    while (this.draining) await this.draining;
+    await this.leaseStore?.close();
   }
 
   private ensureValid(spec: GroupSpec): Promise<GroupResult> {
@@ -225,9 +235,16 @@ export class UserGroupFleet {
   }
 
   private stack(): Promise<Stack> {
+    return this.selected().then(({ stack }) => stack);
+  }
+
+  private selected(): Promise<{ stack: Stack; backendUrl: string }> {
     if (this.stackHandle === undefined) {
       // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
-      this.stackHandle = selectStack(this.options, async () => ({})).then(({ stack }) => stack);
+      this.stackHandle = selectStack(this.options, async () => ({})).then((selected) => {
+        this.leaseStore ??= leaseStoreFor(selected.backendUrl, PROJECT_NAME, this.options.stack);
+        return selected;
+      });
       this.stackHandle.catch(() => {
         this.stackHandle = undefined; // let a later call try again
       });
@@ -300,13 +317,16 @@ export class UserGroupFleet {
       onEvent: tracker.handle,
       ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
       ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
+      ...(this.runSignal ? { signal: this.runSignal } : {}),
     };
   }
 
   /**
-   * One engine run of the batch's groups, waiting for the stack's lock. A run that
-   * failed only some groups (continueOnError) returns; their callers get their own
-   * errors from the tracker. A failure that names none of the groups fails them all.
+   * One engine run of the batch's groups, waiting for the stack's lock. It holds
+   * the stack's run lease, and first takes over what a dead replica left (F7:
+   * its lock, its pending creates, adopted). A run that failed only some groups
+   * (continueOnError) returns; their callers get their own errors from the
+   * tracker. A failure that names none of the groups fails them all.
    */
   private async runEngine(
     groups: ReadonlyMap<string, GroupSpec>,
@@ -315,9 +335,30 @@ export class UserGroupFleet {
     let tracker = new ChangeTracker(this.options.onEvent);
     this.engineRuns += 1;
     try {
-      await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, () => {
-        tracker = new ChangeTracker(this.options.onEvent);
-        return run(tracker);
+      await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, async () => {
+        const { stack, backendUrl } = await this.selected();
+        return underRunLease(
+          {
+            stack,
+            stackName: this.options.stack,
+            backendUrl,
+            store: this.leaseStore,
+            adopt: true,
+            outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
+            ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
+            ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
+            ...(this.options.onTakeover ? { onTakeover: this.options.onTakeover } : {}),
+          },
+          async (signal) => {
+            tracker = new ChangeTracker(this.options.onEvent);
+            this.runSignal = signal;
+            try {
+              return await run(tracker);
+            } finally {
+              this.runSignal = undefined;
+            }
+          },
+        );
       });
     } catch (error) {
       const failedGroups = [...groups.keys()].filter((name) => tracker.changes.get(name) === "failed");

@@ -12,6 +12,8 @@ import { groupOfResourceName, nameOfUrn, resourceNameOf } from "./resource-name"
 import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
 import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
 import { assertValidStackName } from "./stack-name";
+import { type LeaseStore, leaseStoreFor, type RunLease } from "./run-lease";
+import { type TakeoverReport, underRunLease } from "./takeover";
 import { PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
 
@@ -83,6 +85,8 @@ export interface RunOptions {
   readonly lockTimeoutMs?: number;
   /** Told before each wait for a locked stack. */
   readonly onLockWait?: (waitMs: number, waitedMs: number) => void;
+  /** Told when this run took over what a dead run left (its lock, its pending creates): CONTRACT F7. */
+  readonly onTakeover?: (report: TakeoverReport) => void;
 }
 
 export interface ProvisionOptions extends RunOptions {
@@ -382,14 +386,47 @@ async function run(operation: Operation, options: RunOptions, specs: readonly Gr
   return withLockWait(options, () => runOnce(operation, options, specs));
 }
 
-async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
+/**
+ * One run of an operation under the stack's run lease (or under `held`, a lease
+ * the caller already holds: recover's final up). A dead run's leftovers are
+ * taken over first; a preview takes over its lock and pending operations but
+ * leaves the adoption (a change on the service) to the next changing run.
+ */
+export async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], held?: RunLease): Promise<RunResult> {
   // refresh and destroy never run the program; they need a stack to work on, and never make one.
   const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
+  let store: LeaseStore | undefined;
+  try {
+    store = held ? undefined : leaseStoreFor(prepared.backendUrl, PROJECT_NAME, options.stack);
+    return await underRunLease(
+      {
+        stack: prepared.stack,
+        stackName: options.stack,
+        backendUrl: prepared.backendUrl,
+        store,
+        ...(held ? { held } : {}),
+        adopt: operation !== "preview",
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+        ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
+      },
+      (signal) => runPrepared(operation, options, specs, prepared, signal),
+    );
+  } catch (error) {
+    throw runError(error, options);
+  } finally {
+    prepared.release();
+    await store?.close();
+  }
+}
+
+async function runPrepared(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], prepared: PreparedRun, signal: AbortSignal | undefined): Promise<RunResult> {
   const tracker = new ChangeTracker(options.onEvent);
   const common = {
     onEvent: tracker.handle,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+    ...(signal ? { signal } : {}),
   };
   const refresh = options.refresh === true ? { refresh: true } : {};
   try {
@@ -418,12 +455,11 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
       groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
+    if (signal?.aborted) throw signal.reason;
     const translated = runError(error, options);
     const lines = tracker.failureLines();
     if (translated instanceof StackLockedError || lines.length === 0) throw translated;
     throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secretValuesOf(options));
-  } finally {
-    prepared.release();
   }
 }
 

@@ -21,7 +21,7 @@ import { recoverStack } from "../automation/recover";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
 import type { CliIo } from "./io";
-import { DeadLockHolderError, explainLock } from "./lock-message";
+import { describeTakeover, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
 import { driftSummaryMarkdown, runSummaryMarkdown } from "./summary";
 import { formatDriftTable, formatTable } from "./table";
@@ -48,14 +48,13 @@ function recoverCommand(args: CliArgs): string {
   return `user-groups recover --stack ${args.stack} --file ${args.file ?? "<groups file>"}${args.backendUrl !== undefined ? " --backend-url <the same URL>" : ""}`;
 }
 
-/** Waiting for a lock: say who holds it, once; a dead holder will never release it, so stop waiting. */
+/** Waiting for a lock: say who holds it, once (a holder found dead meanwhile is taken over by the next attempt). */
 function lockWaitReporter(args: CliArgs, io: CliIo, backendUrl: () => string): RunOptions["onLockWait"] {
   let told = false;
   return (waitMs, waitedMs) => {
     if (!told) {
       told = true;
-      const { text, allDead } = explainLock(backendUrl(), args.stack, recoverCommand(args));
-      if (allDead && text !== undefined) throw new DeadLockHolderError(text);
+      const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args));
       io.stderr(`user-groups: stack "${args.stack}" is locked by another run; waiting up to ${formatDuration(args.lockTimeoutMs ?? 0)}.${text ? `\n  ${text}` : ""}\n`);
     } else if (waitedMs > 0 && Math.floor((waitedMs + waitMs) / 60_000) > Math.floor(waitedMs / 60_000)) {
       io.stderr(`user-groups: still waiting for the lock of stack "${args.stack}" (${formatDuration(waitedMs + waitMs)})\n`);
@@ -82,6 +81,9 @@ export async function runEngineCommand(args: CliArgs, groups: unknown[] | undefi
   // Where the lock lives, for messages about it: only asked when a lock is met.
   const backendUrl = () => workspaceOf(base).backendUrl;
   base.onLockWait = lockWaitReporter(args, io, backendUrl);
+  base.onTakeover = (report) => {
+    for (const line of describeTakeover(report, args.stack)) io.stderr(`user-groups: ${line}\n`);
+  };
   const withGroups = { ...base, groups: groups ?? [] };
   const progress: Array<{ finish(): void }> = [];
   // A fresh progress display for each run (the confirmation preview is a run of its own).

@@ -3,6 +3,7 @@
 // Pulumi's own "try again when it has finished" never comes true for a run
 // that was killed: its lock stays until removed.
 import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
+import type { TakeoverReport } from "../automation/takeover";
 import { PROJECT_NAME } from "../automation/workspace";
 import { UserGroupsError } from "../wire/errors";
 
@@ -55,4 +56,18 @@ export function explainLock(backendUrl: string, stack: string, recoverCommand: s
   }
   const text = describeLockHolders(holders, stack, recoverCommand);
   return { ...(text !== undefined ? { text } : {}), allDead: allHoldersDead(holders) };
+}
+
+/** What a run took over from a dead one (CONTRACT F7), one line each, for stderr. */
+export function describeTakeover(report: TakeoverReport, stack: string): string[] {
+  const lines = report.removedLocks.map(
+    (lock) => `took over stack "${stack}" from a run that is gone: removed the lock of pid ${lock.pid} on host "${lock.hostname}" (since ${lock.timestamp ?? "an unknown time"})`,
+  );
+  if (report.removedLocks.length === 0) lines.push(`finished what a dead run left on stack "${stack}"`);
+  if (report.killedProcesses > 0) lines.push(`stopped ${report.killedProcesses} processes the dead run left running`);
+  for (const file of report.repairedFiles) lines.push(`removed ${file} (torn by the interrupted write)`);
+  if (report.pending.length > 0) lines.push(`cleared ${report.pending.length} pending operations`);
+  if (report.adopted.length > 0) lines.push(`adopted the groups whose create was pending: ${report.adopted.join(", ")}`);
+  if (report.notAdopted.length > 0) lines.push(`could not adopt yet (the next run tries again): ${report.notAdopted.join(", ")}`);
+  return lines;
 }
