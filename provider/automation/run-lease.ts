@@ -24,7 +24,7 @@ import path from "node:path";
 import { z } from "zod";
 import { UserGroupsError } from "../wire/errors";
 import { StackLockedError } from "./lock-wait";
-import { fileBackendDir, readLockHolders } from "./stale-lock";
+import { fileBackendDir, pulumiProcessAlive, readLockHolders } from "./stale-lock";
 import { assertValidStackName } from "./stack-name";
 
 /** How often a holder renews its record; a file lease lives LEASE_TTL_MS past the last renewal. */
@@ -79,10 +79,12 @@ export function parseRunRecord(text: string): RunRecord | undefined {
   }
 }
 
-/** Where this process stands: its host, and whether a pid of this host runs. */
+/** Where this process stands: its host, whether a pid of this host runs, and whether it is a pulumi process. */
 export interface Here {
   readonly host: string;
   readonly pidAlive: (pid: number) => boolean;
+  /** For a Pulumi lock's pid: alive and a pulumi process (a reused pid is not the lock's holder). */
+  readonly pulumiRunning?: (pid: number) => boolean;
 }
 
 export function processAlive(pid: number): boolean {
@@ -95,7 +97,7 @@ export function processAlive(pid: number): boolean {
   }
 }
 
-export const HERE: Here = { host: hostname(), pidAlive: processAlive };
+export const HERE: Here = { host: hostname(), pidAlive: processAlive, pulumiRunning: pulumiProcessAlive };
 
 export type LeaseState = "free" | "live" | "dead";
 
@@ -138,19 +140,10 @@ export function classifyLockHolder(lock: PulumiLock, here: Here, claims: readonl
     (c) => c.host === lock.hostname && Number.isFinite(taken) && taken >= c.startedAt && taken <= c.renewedAt + 2 * renewEveryMs,
   );
   if (lock.hostname === here.host) {
-    if (here.pidAlive(lock.pid) && pulumiCommandLine(lock.pid)) return { verdict: "live" };
+    if ((here.pulumiRunning ?? here.pidAlive)(lock.pid)) return { verdict: "live" };
     return claim ? { verdict: "gone", claim } : { verdict: "gone" };
   }
   return claim ? { verdict: "gone", claim } : { verdict: "unknown" };
-}
-
-/** Whether a live pid is a pulumi process (a reused pid is not the lock's holder); true where that cannot be read. */
-function pulumiCommandLine(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("pulumi");
-  } catch {
-    return true;
-  }
 }
 
 /**
@@ -174,6 +167,17 @@ export class RunLeaseLostError extends UserGroupsError {
         "the run was stopped so that another can take over. Nothing is lost: ask again.",
     );
     this.name = "RunLeaseLostError";
+  }
+}
+
+/** Why a run could not take the lease: the live run holding it (undefined while another is just taking it). Rides as a StackLockedError's cause. */
+export class RunLeaseHeldError extends UserGroupsError {
+  constructor(readonly holder: RunRecord | undefined) {
+    super(
+      "run_lease_held",
+      holder ? `the stack's run lease is held by pid ${holder.pid} on host "${holder.host}" since ${new Date(holder.startedAt).toISOString()}` : "another run is taking the stack's run lease",
+    );
+    this.name = "RunLeaseHeldError";
   }
 }
 
@@ -629,10 +633,6 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const now = options.now ?? Date.now;
   const startedAt = now();
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt });
-  if (!outcome.acquired) {
-    throw new StackLockedError(stackName, {
-      cause: new Error(outcome.holder ? `the run lease is held by pid ${outcome.holder.pid} on host "${outcome.holder.host}"` : "the run lease is being taken by another run"),
-    });
-  }
+  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder) });
   return new RunLease(store, stackName, outcome.record, now);
 }

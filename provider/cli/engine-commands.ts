@@ -165,7 +165,7 @@ async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { gr
 
 function describeFailure(error: unknown, args: CliArgs, backendUrl: () => string): string {
   if (error instanceof StackLockedError || error instanceof StackLockTimeoutError) {
-    const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args));
+    const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args), error);
     if (text === undefined) return error.message;
     return error instanceof StackLockTimeoutError ? `${text}\n  (waited ${formatDuration(error.waitedMs)}, the lock timeout)` : text;
   }

@@ -1,18 +1,12 @@
 // What to tell someone whose run met a locked stack: which run holds it, since
 // when, whether its process is alive (same host), and what clears a dead one.
 // Pulumi's own "try again when it has finished" never comes true for a run
-// that was killed: its lock stays until removed.
+// that was killed: its lock stays until removed, which the next changing run
+// does by itself (takeover.ts) once the holder is provably gone.
+import { RunLeaseHeldError, type RunRecord } from "../automation/run-lease";
 import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
 import type { TakeoverReport } from "../automation/takeover";
 import { PROJECT_NAME } from "../automation/workspace";
-import { UserGroupsError } from "../wire/errors";
-
-export class DeadLockHolderError extends UserGroupsError {
-  constructor(message: string) {
-    super("stack_lock_dead_holder", message);
-    this.name = "DeadLockHolderError";
-  }
-}
 
 function holderText(holder: LockHolderStatus): string {
   return `pid ${holder.pid} on host "${holder.hostname}" (since ${holder.timestamp ?? "an unknown time"})`;
@@ -33,7 +27,7 @@ export function describeLockHolders(holders: readonly LockHolderStatus[], stack:
   if (allHoldersDead(holders)) {
     lines.push(
       `Stack "${stack}" is locked by a run that is gone: ${dead.map(holderText).join(", ")} is no longer running, so its lock will never be released. Nothing was changed.`,
-      `\`${recoverCommand}\` clears a dead run's lock (and finishes what the run left).`,
+      `The next \`up\`, \`refresh\` or \`destroy\` takes it over by itself; \`${recoverCommand}\` does too (and finishes what the run left).`,
     );
     return lines.join("\n  ");
   }
@@ -46,13 +40,34 @@ export function describeLockHolders(holders: readonly LockHolderStatus[], stack:
   return lines.join("\n  ");
 }
 
-/** Reads the lock of a stack on a file backend and describes its holders. */
-export function explainLock(backendUrl: string, stack: string, recoverCommand: string): { text?: string; allDead: boolean } {
+/** The run holding the stack's run lease, when that is what refused a run (any backend with a lease). */
+function leaseHolderOf(error: unknown): RunRecord | undefined {
+  for (let at: unknown = error; at instanceof Error; at = at.cause) {
+    if (at instanceof RunLeaseHeldError) return at.holder;
+  }
+  return undefined;
+}
+
+/**
+ * Reads the lock of a stack on a file backend and describes its holders; when
+ * none holds Pulumi's lock yet, the run holding the run lease (`refusal`: the error that refused this run).
+ */
+export function explainLock(backendUrl: string, stack: string, recoverCommand: string, refusal?: unknown): { text?: string; allDead: boolean } {
   let holders: LockHolderStatus[];
   try {
     holders = lockHolderStatus(backendUrl, PROJECT_NAME, stack);
   } catch {
     return { allDead: false }; // a lock file being written or removed right now: nothing to add
+  }
+  const leaseHolder = leaseHolderOf(refusal);
+  if (holders.length === 0 && leaseHolder !== undefined) {
+    const since = new Date(leaseHolder.startedAt).toISOString();
+    return {
+      text:
+        `Stack "${stack}" is locked: another run on it is in progress. Nothing was changed.\n  ` +
+        `pid ${leaseHolder.pid} on host "${leaseHolder.host}" (since ${since}) holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`,
+      allDead: false,
+    };
   }
   const text = describeLockHolders(holders, stack, recoverCommand);
   return { ...(text !== undefined ? { text } : {}), allDead: allHoldersDead(holders) };
