@@ -389,8 +389,7 @@ async function run(operation: Operation, options: RunOptions, specs: readonly Gr
 /**
  * One run of an operation under the stack's run lease (or under `held`, a lease
  * the caller already holds: recover's final up). A dead run's leftovers are
- * taken over first; a preview takes over its lock and pending operations but
- * leaves the adoption (a change on the service) to the next changing run.
+ * taken over first, except by a preview, which changes nothing.
  */
 export async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], held?: RunLease): Promise<RunResult> {
   // refresh and destroy never run the program; they need a stack to work on, and never make one.
@@ -405,7 +404,9 @@ export async function runOnce(operation: Operation, options: RunOptions, specs: 
         backendUrl: prepared.backendUrl,
         store,
         ...(held ? { held } : {}),
-        adopt: operation !== "preview",
+        adopt: true,
+        // A preview changes nothing, not even to take over a dead run: the next changing run does.
+        takeOver: operation !== "preview",
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
         ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
         ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),

@@ -356,10 +356,19 @@ export function postgresTarget(backendUrl: string): { connectionString: string; 
   const pulumiTable = url.searchParams.get("table") || "pulumi_state";
   if (!SQL_NAME.test(pulumiTable)) throw new BackendTableNameError(pulumiTable);
   url.searchParams.delete("table");
+  // The SSL modes as Pulumi's driver (lib/pq) reads them, "require" when unset: the same connection as the backend's.
+  if (!url.searchParams.has("sslmode")) url.searchParams.set("sslmode", "require");
+  if (!url.searchParams.has("uselibpqcompat")) url.searchParams.set("uselibpqcompat", "true");
   const schema = pulumiTable.includes(".") ? `${pulumiTable.split(".")[0]}.` : "";
   const subDir = decodeURIComponent(url.pathname).replace(/^\/+/, "");
   const keyPrefix = subDir === "" ? "" : subDir.endsWith("/") ? subDir : `${subDir}/`;
   return { connectionString: url.toString(), pulumiTable, recordTable: `${schema}user_groups_run_records`, keyPrefix };
+}
+
+/** A driver's message with the URL's password (if it ever showed) taken out. */
+function withoutSecret(message: string, connectionString: string): string {
+  const password = decodeURIComponent(new URL(connectionString).password);
+  return password.length > 0 ? message.split(password).join("****") : message;
 }
 
 /** The advisory lock's key: a 64-bit number of the table, project and stack. */
@@ -411,7 +420,7 @@ export class PostgresLeaseStore implements LeaseStore {
       try {
         await client.connect();
       } catch (error) {
-        throw new UserGroupsError("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${(error as Error).message}`);
+        throw new UserGroupsError("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${withoutSecret((error as Error).message, this.target.connectionString)}`);
       }
       // The server ends the session (and with it the lease) of a holder whose host vanished: ~25 s.
       for (const setting of ["tcp_keepalives_idle = 10", "tcp_keepalives_interval = 5", "tcp_keepalives_count = 3"]) {
@@ -568,7 +577,14 @@ export class RunLease {
   ) {
     this.record = record;
     store.onLost = () => this.lose();
-    this.timer = setInterval(() => void this.update({}).catch(() => this.lose()), RENEW_EVERY_MS);
+    // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
+    this.timer = setInterval(
+      () =>
+        void this.update({}).catch(() => {
+          if (this.now() - this.record.renewedAt > LEASE_TTL_MS - RENEW_EVERY_MS) this.lose();
+        }),
+      RENEW_EVERY_MS,
+    );
     this.timer.unref();
   }
 
@@ -615,7 +631,8 @@ export class RunLease {
     await this.writing;
     this.released = true;
     this.store.onLost = undefined;
-    if (!this.lost) await this.store.release(this.record);
+    // Even when lost: the store lets go of whatever it still holds (an advisory lock whose renewal failed).
+    await this.store.release(this.record);
   }
 }
 

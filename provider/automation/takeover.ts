@@ -287,6 +287,8 @@ export interface LeasedRunOptions {
   /** A lease the caller holds already (recover's own up): used as it is, no second takeover. */
   readonly held?: RunLease;
   readonly adopt: boolean;
+  /** False for a run that must not change the state (preview): it holds the lease and takes nothing over. */
+  readonly takeOver?: boolean;
   readonly outputs?: () => Record<string, unknown>;
   readonly onOutput?: (text: string) => void;
   readonly parallel?: number;
@@ -308,7 +310,7 @@ export async function underRunLease<T>(options: LeasedRunOptions, body: (signal:
   const lease = await acquireRunLease(options.store, options.stackName);
   try {
     markRun(options.stack, lease);
-    const report = await takeOver({ ...options, lease });
+    const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
     if (report) options.onTakeover?.(report);
     if (lease.lost) throw lease.signal.reason;
     return await body(lease.signal);

@@ -217,7 +217,7 @@ describe("the file lease", () => {
 describe("the PostgreSQL lease", () => {
   it("names its tables and keys from the backend URL; a table name that is not a plain SQL name is refused", () => {
     expect(postgresTarget("postgres://u:p@db:5432/state?sslmode=disable&table=pulumi.stacks")).toEqual({
-      connectionString: "postgres://u:p@db:5432/state?sslmode=disable",
+      connectionString: "postgres://u:p@db:5432/state?sslmode=disable&uselibpqcompat=true",
       pulumiTable: "pulumi.stacks",
       recordTable: "pulumi.user_groups_run_records",
       keyPrefix: "state/",
@@ -225,8 +225,18 @@ describe("the PostgreSQL lease", () => {
     for (const table of ["x;drop table y", "a b", "x.y.z", "\"x\""]) {
       expect(() => postgresTarget(`postgres://db/state?table=${encodeURIComponent(table)}`)).toThrow(BackendTableNameError);
     }
+    // Unset, the SSL mode is lib/pq's (Pulumi's driver) default: require.
+    expect(postgresTarget("postgres://u:p@db/state").connectionString).toBe("postgres://u:p@db/state?sslmode=require&uselibpqcompat=true");
     expect(advisoryKey("pulumi_state", "user-groups", "prod")).toBe(advisoryKey("pulumi_state", "user-groups", "prod"));
     expect(advisoryKey("pulumi_state", "user-groups", "prod")).not.toBe(advisoryKey("pulumi_state", "user-groups", "prod2"));
+  });
+
+  it("an unreachable backend is a UserGroupsError that does not repeat the URL's password", async () => {
+    const store = new PostgresLeaseStore("postgres://lease-user:s3cret-Pa55word@127.0.0.1:1/state?sslmode=disable", "user-groups", "prod");
+    const error = await acquireRunLease(store, "prod").catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "run_lease_unreachable" });
+    expect(String((error as Error).message)).not.toContain("s3cret-Pa55word");
+    await store.close();
   });
 
   describe("on a real server", () => {

@@ -46,15 +46,20 @@ export interface TakeoverTrialResult {
   readonly orphans: number;
   /** How long the last of them lived on after the kill (ms); 0 when none. */
   readonly orphansGoneMs: number;
-  /** Kill to B's first served sign-up, and to all of them (ms). */
+  /**
+   * Kill to B's first served sign-up (a retried one whose group A had recorded
+   * can be answered from the state before any takeover), to B's first new
+   * sign-up (it needs the takeover and a run), and to all of them (ms).
+   */
   readonly firstServedMs: number;
+  readonly firstNewServedMs: number;
   readonly allServedMs: number;
   readonly takeovers: readonly TakeoverReport[];
+  /** Each of B's sign-ups: when it was asked and answered, in ms from the kill. */
+  readonly calls: ReadonlyArray<{ readonly id: string; readonly askedMs: number; readonly answeredMs: number; readonly change?: string }>;
   /** Empty when everything held. */
   readonly problems: readonly string[];
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -95,19 +100,15 @@ export async function runTakeoverTrial(options: TakeoverTrialOptions): Promise<T
     backendUrl: options.backendUrl,
     workDir: path.join(options.workRoot, `${options.label}-b`),
     envVars: options.env,
-    lockTimeoutMs: Number(process.env["TRIAL_LOCK_TIMEOUT_MS"] ?? 180_000),
-    ...(process.env["TRIAL_DEBUG"] ? { onOutput: (text: string) => process.stderr.write(text) } : {}),
+    lockTimeoutMs: 180_000,
     onTakeover: (report) => takeovers.push(report),
   };
   const fleet = new UserGroupFleet(fleetOptions);
-  const served: Array<{ id: string; at: number; token?: string; error?: string }> = [];
-  const signUp = (id: string) =>
+  const served: Array<{ id: string; asked: number; at: number; token?: string; change?: string; error?: string }> = [];
+  const signUp = (id: string, asked = Date.now()) =>
     fleet.ensure({ name: `Customer ${id}`, userGroupId: id }).then(
-      (result) => void served.push({ id, at: Date.now(), ...(result.token !== undefined ? { token: result.token } : {}) }),
-      (error: unknown) => {
-        if (process.env["TRIAL_DEBUG"]) console.error("DEBUG", id, error, (error as { cause?: unknown }).cause);
-        served.push({ id, at: Date.now(), error: error instanceof Error ? error.message : String(error) });
-      },
+      (result) => void served.push({ id, asked, at: Date.now(), change: result.change, ...(result.token !== undefined ? { token: result.token } : {}) }),
+      (error: unknown) => void served.push({ id, asked, at: Date.now(), error: error instanceof Error ? error.message : String(error) }),
     );
 
   let killedAt = 0;
@@ -142,6 +143,8 @@ export async function runTakeoverTrial(options: TakeoverTrialOptions): Promise<T
     await orphansGone;
     const firstServedMs = Math.min(...served.filter((s) => s.error === undefined).map((s) => s.at)) - killedAt;
     const allServedMs = Math.max(...served.map((s) => s.at)) - killedAt;
+    const fresh = new Set(options.newIds);
+    const firstNewServedMs = Math.min(...served.filter((s) => s.error === undefined && fresh.has(s.id)).map((s) => s.at)) - killedAt;
 
     // Every caller's outcome, and the server and the state agreeing on exactly the asked groups.
     const onServer = new Map(server.groups().map((g) => [g.user_group_id, g.token]));
@@ -162,8 +165,10 @@ export async function runTakeoverTrial(options: TakeoverTrialOptions): Promise<T
       orphans: orphanPids.length,
       orphansGoneMs,
       firstServedMs,
+      firstNewServedMs,
       allServedMs,
       takeovers,
+      calls: served.map((s) => ({ id: s.id, askedMs: s.asked - killedAt, answeredMs: s.at - killedAt, ...(s.change !== undefined ? { change: s.change } : {}) })),
       problems,
     };
   } finally {
@@ -171,11 +176,10 @@ export async function runTakeoverTrial(options: TakeoverTrialOptions): Promise<T
     if (replicaA.exitCode === null && replicaA.signalCode === null) process.kill(-replicaA.pid!, "SIGKILL");
     await Promise.allSettled(calls);
     await fleet.close();
-    await sleep(0);
   }
 }
 
-/** Kill points spread over a batch of `groups` (1..groups-1), in a shuffled order of the given seed. */
+/** Kill points drawn at random over a batch of `groups` (1..groups-1). */
 export function killPoints(trials: number, groups: number, random: () => number): number[] {
   return Array.from({ length: trials }, () => 1 + Math.floor(random() * (groups - 1)));
 }
@@ -184,7 +188,7 @@ export function describeTakeoverTrial(r: TakeoverTrialResult): string {
   const taken = r.takeovers;
   return (
     `killed at ${r.createdAtKill} created; ${r.orphans} provider processes outlived the kill, gone after ${(r.orphansGoneMs / 1000).toFixed(1)} s; ` +
-    `first sign-up served ${(r.firstServedMs / 1000).toFixed(1)} s after the kill, all ${(r.allServedMs / 1000).toFixed(1)} s; ` +
+    `first sign-up served ${(r.firstServedMs / 1000).toFixed(1)} s after the kill, first new one ${(r.firstNewServedMs / 1000).toFixed(1)} s, all ${(r.allServedMs / 1000).toFixed(1)} s; ` +
     `${taken.length} takeover(s): ${taken.flatMap((t) => t.removedLocks).length} locks removed, ${taken.flatMap((t) => t.pending).length} pending cleared, ` +
     `${taken.flatMap((t) => t.adopted).length} adopted, ${taken.reduce((n, t) => n + t.killedProcesses, 0)} processes killed; ` +
     `${r.problems.length === 0 ? "consistent" : `PROBLEMS: ${r.problems.join("; ")}`}`
