@@ -9,7 +9,12 @@
 // The stack is the only record: any number of replicas can share it on one
 // backend (e.g. PostgreSQL). Sign-ups arriving together share one engine run,
 // a repeated sign-up answers the same token without running anything, and a
-// replica that finds the stack busy waits its turn.
+// replica that finds the stack busy waits its turn. A replica killed mid-run is
+// taken over by the next one by itself (its lock, its half-made groups).
+//
+// Stopping (SIGTERM, as Kubernetes stops a pod): sign-ups already in flight
+// finish and get their answer; new ones get 503 (another replica takes them);
+// then the process exits 0.
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -27,10 +32,13 @@ export interface OnboardingOptions {
   bearerToken: string;
   /** Passed to the engine and provider (credentials: USER_GROUPS_BASE_URL / USER_GROUPS_API_KEY). */
   envVars?: Record<string, string>;
+  /** One line per sign-up taken and at stop (default: none). */
+  log?: (line: string) => void;
 }
 
 export interface OnboardingService {
   url: string;
+  /** Drains: sign-ups in flight finish, new ones get 503; resolves once all is closed. */
   close(): Promise<void>;
 }
 
@@ -75,19 +83,26 @@ export async function startOnboardingService(options: OnboardingOptions): Promis
     ...(options.envVars ? { envVars: options.envVars } : {}),
   });
 
+  const log = options.log ?? (() => undefined);
+  let stopping = false;
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
   const server: Server = createServer((req, res) => {
     const reply = (status: number, body: unknown) => {
-      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...(stopping ? { connection: "close" } : {}) });
       res.end(JSON.stringify(body));
     };
+    if (stopping) return reply(503, { error: "this replica is stopping: send the sign-up again (another replica takes it)" });
     if (req.method !== "POST" || req.url !== "/customers") return reply(404, { error: "POST /customers only" });
     if (!authorized(req, expected)) return reply(401, { error: "send Authorization: Bearer <ONBOARDING_TOKEN>" });
+    inFlight += 1;
     readBody(req)
       .then(async (body) => {
         const { id, name, plan } = (body ?? {}) as { id?: unknown; name?: unknown; plan?: unknown };
         if (typeof id !== "string" || !ID.test(id) || typeof name !== "string" || name.trim() === "") {
           return reply(400, { error: "id (letters, digits, . _ -) and name are required" });
         }
+        log(`sign-up ${id}: provisioning`);
         const group = await fleet.ensure({ name, userGroupId: id, properties: { plan: typeof plan === "string" ? plan : "trial" } });
         return reply(group.change === "create" ? 201 : 200, {
           userGroupId: group.userGroupId,
@@ -100,15 +115,28 @@ export async function startOnboardingService(options: OnboardingOptions): Promis
         if (error instanceof GroupsValidationError) return reply(400, { error: error.message });
         if (error instanceof UserGroupExistsError) return reply(409, { error: error.message });
         return reply(502, { error: error instanceof Error ? error.message.split("\n")[0] : String(error) });
+      })
+      .finally(() => {
+        inFlight -= 1;
+        if (inFlight === 0) drained?.();
       });
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  let closing: Promise<void> | undefined;
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await fleet.close();
-    },
+    close: () =>
+      (closing ??= (async () => {
+        // Still listening while it drains: a new sign-up gets a 503 (retried elsewhere) rather than a refused connection.
+        stopping = true;
+        log(`stopping: ${inFlight} sign-ups in flight finish, new ones get 503`);
+        if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
+        await fleet.close();
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        await stopped;
+        log("stopped");
+      })()),
   };
 }
 
@@ -123,5 +151,10 @@ if (typeof require !== "undefined" && require.main === module) {
     bearerToken,
     port: Number(process.env.PORT ?? 3000),
     ...(process.env.ONBOARDING_STACK ? { stack: process.env.ONBOARDING_STACK } : {}),
-  }).then((service) => process.stdout.write(`onboarding service listening on ${service.url}\n`));
+    log: (line) => process.stdout.write(`${line}\n`),
+  }).then((service) => {
+    process.stdout.write(`onboarding service listening on ${service.url}\n`);
+    // Kubernetes sends SIGTERM, then SIGKILL after the grace period: in-flight sign-ups finish first.
+    for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void service.close().then(() => process.exit(0)));
+  });
 }

@@ -31,6 +31,8 @@ import {
 } from "./provision";
 import { scrubSecrets, secretValuesOf } from "./stack-config";
 import { Redactor } from "../client/redact";
+import { type LeaseStore, leaseStoreFor } from "./run-lease";
+import { underRunLease } from "./takeover";
 import { PROJECT_NAME } from "./workspace";
 import { UserGroupsError } from "../wire/errors";
 
@@ -162,6 +164,10 @@ export class UserGroupFleet {
   private readonly batchWindowMs: number;
   private readonly queue: Request[] = [];
   private stackHandle: Promise<SelectedStack> | undefined;
+  /** The backend's run lease store (undefined: a backend without one), made with the stack. */
+  private leaseStore: LeaseStore | undefined;
+  /** The lease's signal during a run: aborted if the lease is lost, which stops the engine. */
+  private runSignal: AbortSignal | undefined;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
@@ -215,7 +221,11 @@ export class UserGroupFleet {
     }
   }
 
-  /** Waits for the calls already made, then refuses new ones (and removes the fleet's run directory). */
+  /**
+   * Drains: refuses new calls (FleetClosedError) and waits for every call made
+   * before (they finish as usual), then removes the fleet's run directory and
+   * lets go of the backend connection.
+   */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) {
@@ -223,10 +233,11 @@ export class UserGroupFleet {
       this.timer = undefined;
       this.draining ??= this.drain();
     }
-    await this.draining;
+    while (this.draining) await this.draining;
     const handle = this.stackHandle;
     this.stackHandle = undefined;
     if (handle) await handle.then((selected) => selected.dispose(), () => {});
+    await this.leaseStore?.close();
   }
 
   /** An error fit for a caller: every secret the fleet knows of (keys, passphrase, the backend URL's password) scrubbed. */
@@ -271,16 +282,23 @@ export class UserGroupFleet {
     }
   }
 
-  private async stack(): Promise<Stack> {
+  private stack(): Promise<Stack> {
+    return this.selected().then(({ stack }) => stack);
+  }
+
+  private selected(): Promise<SelectedStack> {
     if (this.stackHandle === undefined) {
       // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
-      const handle = selectStack(this.options, async () => ({}));
+      const handle = selectStack(this.options, async () => ({})).then((selected) => {
+        this.leaseStore ??= leaseStoreFor(selected.backendUrl, PROJECT_NAME, this.options.stack);
+        return selected;
+      });
       this.stackHandle = handle;
       handle.catch(() => {
         if (this.stackHandle === handle) this.stackHandle = undefined; // let a later call try again
       });
     }
-    return (await this.stackHandle).stack;
+    return this.stackHandle;
   }
 
   private async runEnsures(batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
@@ -396,17 +414,20 @@ export class UserGroupFleet {
       target: [...groups.keys()].map((name) => urnOfGroup(this.options.stack, name)),
       continueOnError: true,
       onEvent: tracker.handle,
-      signal: tracker.signal,
+      // Stopped by a step outside the batch, or by losing the run lease.
+      signal: this.runSignal ? AbortSignal.any([tracker.signal, this.runSignal]) : tracker.signal,
       ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
       ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
     };
   }
 
   /**
-   * One engine run of the batch's groups, waiting for the stack's lock. A run
-   * that failed returns its tracker (each group's own failures are in it) and,
-   * when the engine said anything, the failure for isolation (fleet-isolation.ts).
-   * Our own errors (a lock never freed, a run outside its batch) and a failure
+   * One engine run of the batch's groups, waiting for the stack's lock. It holds
+   * the stack's run lease, and first takes over what a dead replica left (F7:
+   * its lock, its pending creates, adopted). A run that failed returns its
+   * tracker (each group's own failures are in it) and, when the engine said
+   * anything, the failure for isolation (fleet-isolation.ts). Our own errors (a
+   * lock never freed, a lost lease, a run outside its batch) and a failure
    * before the engine said anything fail the whole batch.
    */
   private async runEngine(
@@ -418,9 +439,30 @@ export class UserGroupFleet {
     let tracker = new ChangeTracker(this.options.onEvent, { batch });
     this.engineRuns += 1;
     try {
-      await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, () => {
-        tracker = new ChangeTracker(this.options.onEvent, { batch });
-        return run(tracker);
+      await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, async () => {
+        const { stack, backendUrl } = await this.selected();
+        return underRunLease(
+          {
+            stack,
+            stackName: this.options.stack,
+            backendUrl,
+            store: this.leaseStore,
+            adopt: true,
+            outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
+            ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
+            ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
+            ...(this.options.onTakeover ? { onTakeover: this.options.onTakeover } : {}),
+          },
+          async (signal) => {
+            tracker = new ChangeTracker(this.options.onEvent, { batch });
+            this.runSignal = signal;
+            try {
+              return await run(tracker);
+            } finally {
+              this.runSignal = undefined;
+            }
+          },
+        );
       });
     } catch (error) {
       assertWithinBatch(tracker, operation, this.options.stack);

@@ -17,6 +17,8 @@ import { assertValidStackName } from "./stack-name";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 import { engineBackendEnv, withoutCredentials } from "./backend-url";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
+import { type LeaseStore, leaseStoreFor, type RunLease } from "./run-lease";
+import { type TakeoverReport, underRunLease } from "./takeover";
 import { UserGroupsError } from "../wire/errors";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -115,6 +117,8 @@ export interface RunOptions {
   readonly lockTimeoutMs?: number;
   /** Told before each wait for a locked stack. */
   readonly onLockWait?: (waitMs: number, waitedMs: number) => void;
+  /** Told when this run took over what a dead run left (its lock, its pending creates): CONTRACT F7. */
+  readonly onTakeover?: (report: TakeoverReport) => void;
 }
 
 export interface ProvisionOptions extends RunOptions, DeleteGuardOptions {
@@ -530,14 +534,55 @@ async function run(operation: Operation, options: RunOptions & DeleteGuardOption
   return withLockWait(options, () => runOnce(operation, options, specs, guard));
 }
 
-async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<RunResult> {
+/**
+ * One run of an operation under the stack's run lease (or under `held`, a lease
+ * the caller already holds: recover's final up). A dead run's leftovers are
+ * taken over first, except by a preview, which changes nothing.
+ */
+export async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, held?: RunLease): Promise<RunResult> {
   // refresh and destroy never run the program; they need a stack to work on, and never make one.
   const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
+  let store: LeaseStore | undefined;
+  try {
+    store = held ? undefined : leaseStoreFor(prepared.backendUrl, PROJECT_NAME, options.stack);
+    return await underRunLease(
+      {
+        stack: prepared.stack,
+        stackName: options.stack,
+        backendUrl: prepared.backendUrl,
+        store,
+        ...(held ? { held } : {}),
+        adopt: true,
+        // A preview changes nothing, not even to take over a dead run: the next changing run does.
+        takeOver: operation !== "preview",
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+        ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
+      },
+      (signal) => runPrepared(operation, options, specs, guard, prepared, signal),
+    );
+  } catch (error) {
+    throw runError(error, options);
+  } finally {
+    prepared.release();
+    await store?.close();
+  }
+}
+
+async function runPrepared(
+  operation: Operation,
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  prepared: PreparedRun,
+  signal: AbortSignal | undefined,
+): Promise<RunResult> {
   const tracker = new ChangeTracker(options.onEvent);
   const common = {
     onEvent: tracker.handle,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+    ...(signal ? { signal } : {}),
   };
   const refresh = options.refresh === true ? { refresh: true } : {};
   try {
@@ -574,6 +619,7 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
       groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
     };
   } catch (error) {
+    if (signal?.aborted) throw signal.reason;
     const translated = runError(error, options);
     const secrets = secretValuesOf(options);
     const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
@@ -582,8 +628,6 @@ async function runOnce(operation: Operation, options: RunOptions, specs: readonl
     // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
     if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) throw translated;
     throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
-  } finally {
-    prepared.release();
   }
 }
 

@@ -1,7 +1,9 @@
 // Recovery of a stack whose `pulumi up` was killed (kill -9, a lost CI runner):
 // a stale lock, operations the state lists as pending, and groups the service
 // created whose answer never reached the state. Proven by test/reliability/crash.test.ts
-// and bench/crash.ts.
+// and bench/crash.ts. Every run of ours does the same by itself once it holds
+// the run lease (takeover.ts); `recover` is the explicit form, which adopts the
+// groups of a groups file and reports what it did.
 //
 // Which server groups get adopted: exactly those whose create the state lists
 // as pending. The engine persists a pending "creating" operation before it asks
@@ -9,29 +11,29 @@
 // that list; a group with a declared id that is neither in the state nor on the
 // list is someone else's, and the recovery's `up` refuses it ("already exists")
 // as any `up` would. The provider itself cannot tell the two apart.
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import path from "node:path";
+//
+// The list survives an interrupted recovery in the run record, in the backend
+// beside the lease (run-lease.ts), never in the work directory: a file planted
+// there decides nothing.
 import { type GroupSpec, validateGroups } from "./groups-spec";
-import { nameOfUrn, resourceNameOf } from "./resource-name";
-import { openStack, type ProvisionOptions, provisionUserGroups, type RunResult, runError, workspaceOf } from "./provision";
-import { fileBackendDir, removeStaleLocks } from "./stale-lock";
-import { repairTornWrites } from "./torn-sidecars";
+import { validDeleteGuard } from "./delete-guard";
+import { resourceNameOf } from "./resource-name";
+import { openStack, type ProvisionOptions, type RunResult, runError, runOnce, withLockWait, workspaceOf } from "./provision";
+import { acquireRunLease, classifyLockHolder, HERE, type LeaseStore, leaseStoreFor } from "./run-lease";
+import { LiveLockError } from "./stale-lock";
+import { markRun, type PendingOperation, pendingCreatesOf, pendingOf, takeOver, type TakeoverReport } from "./takeover";
 import { PROJECT_NAME } from "./workspace";
 
-export interface PendingOperation {
-  /** "creating", "updating", "deleting", "reading", "importing". */
-  readonly type: string;
-  readonly resourceName: string;
-}
+export type { PendingOperation } from "./takeover";
 
 export interface RecoveryReport {
-  /** Lock files of dead runs that were removed. */
+  /** Lock files (file backend) or lock keys (PostgreSQL) of dead runs that were removed. */
   readonly removedLocks: readonly string[];
   /** Torn metadata sidecars and temporary files of the dead run's last checkpoint write that were removed. */
   readonly repairedFiles: readonly string[];
   /** What the state listed as pending before the recovery (cleared by it). */
   readonly pending: readonly PendingOperation[];
-  /** Groups the recovery's `up` adopted (pending creates, including ones an interrupted recovery saw). */
+  /** Groups the recovery's `up` adopted (pending creates, including ones an interrupted recovery or takeover recorded). */
   readonly adopted: readonly string[];
   /** Pending creates of groups no longer declared: left on the server, named here so that someone looks. */
   readonly undeclaredPendingCreates: readonly string[];
@@ -39,80 +41,82 @@ export interface RecoveryReport {
   readonly up: RunResult;
 }
 
-const USER_GROUP_TYPE_SUFFIX = ":UserGroup";
-
-interface RawPendingOperation {
-  type?: string;
-  resource?: { urn?: string; type?: string };
-}
-
-function pendingOf(deployment: unknown): PendingOperation[] {
-  const operations = (deployment as { pending_operations?: RawPendingOperation[] } | undefined)?.pending_operations ?? [];
-  return operations
-    .filter((op) => op.resource?.type?.endsWith(USER_GROUP_TYPE_SUFFIX) === true && typeof op.resource.urn === "string")
-    .map((op) => ({ type: op.type ?? "unknown", resourceName: nameOfUrn(op.resource!.urn!) }));
-}
-
-/**
- * The groups to adopt survive an interrupted recovery: the refresh clears the
- * pending list, so it is written down first and removed only after the `up`.
- */
-function recoveryFile(workDir: string, stack: string): string {
-  return path.join(workDir, `.recovery-${stack.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
-}
-
-function readAdoptList(file: string): string[] {
-  if (!existsSync(file)) return [];
-  const parsed = JSON.parse(readFileSync(file, "utf8")) as { adopt?: unknown };
-  return Array.isArray(parsed.adopt) ? parsed.adopt.filter((x): x is string => typeof x === "string") : [];
-}
-
 /**
  * Brings a stack back after an interrupted run: removes a dead run's lock
- * (and the torn files of a checkpoint write it was killed in), refreshes with
- * the pending creates cleared (each recorded group is read back, so a rotation
- * that happened but was never recorded lands its token in the state), then runs `up` of `groups` with adoptExisting on exactly the groups
- * whose create was pending. `groups` must be what the interrupted run declared
- * (or the new desired list); run this only once the killed run's requests can
- * no longer arrive at the service.
+ * (only when its holder is provably gone: same host and its pid is dead, or a
+ * dead run of ours held the run lease when it was taken; and the torn files of
+ * a checkpoint write it was killed in), waits until the dead run can send
+ * nothing more, refreshes with the pending creates cleared (each recorded group
+ * is read back, so a rotation that happened but was never recorded lands its
+ * token in the state), then runs `up` of `groups` with adoptExisting on exactly
+ * the groups whose create was pending. `groups` must be what the interrupted
+ * run declared (or the new desired list).
  */
 export async function recoverStack(options: ProvisionOptions): Promise<RecoveryReport> {
   const specs = validateGroups(options.groups);
-  // Before any Pulumi command: a dead run's lock and torn sidecar would make each of them fail.
-  const workspace = workspaceOf(options);
-  const removedLocks = removeStaleLocks(workspace.backendUrl, PROJECT_NAME, options.stack);
-  const backendDir = fileBackendDir(workspace.backendUrl);
-  const repairedFiles = backendDir !== undefined && removedLocks.length > 0 ? repairTornWrites(backendDir, PROJECT_NAME, options.stack) : [];
-  const file = recoveryFile(workspace.workDir, options.stack);
-  const prepared = await openStack(options, []);
-  let pending: PendingOperation[];
-  let adopt: string[];
+  validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
+  const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    pending = pendingOf((await prepared.stack.exportStack()).deployment);
-    const creates = pending.filter((op) => op.type === "creating").map((op) => op.resourceName);
-    adopt = [...new Set([...readAdoptList(file), ...creates])].sort();
-    if (adopt.length > 0) writeFileSync(file, `${JSON.stringify({ adopt }, null, 2)}\n`, { mode: 0o600 });
-    await prepared.stack.refresh({
-      clearPendingCreates: true,
-      ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-      ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
-    });
-  } catch (error) {
-    throw runError(error, options);
+    return await withLockWait(options, () => recoverOnce(options, specs, store));
   } finally {
-    prepared.release();
+    await store?.close();
   }
-  const toAdopt = new Set(adopt);
-  const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
-  const up = await provisionUserGroups({ ...options, groups });
-  rmSync(file, { force: true });
-  const declared = new Set(specs.map(resourceNameOf));
-  return {
-    removedLocks,
-    repairedFiles,
-    pending,
-    adopted: adopt.filter((name) => declared.has(name)),
-    undeclaredPendingCreates: adopt.filter((name) => !declared.has(name)),
-    up,
-  };
+}
+
+async function recoverOnce(options: ProvisionOptions, specs: readonly GroupSpec[], store: LeaseStore | undefined): Promise<RecoveryReport> {
+  const lease = store ? await acquireRunLease(store, options.stack) : undefined;
+  try {
+    const prepared = await openStack(options, []);
+    let taken: TakeoverReport | undefined;
+    let adopt: string[];
+    try {
+      const common = {
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+        ...(lease ? { signal: lease.signal } : {}),
+      };
+      if (lease) {
+        markRun(prepared.stack, lease);
+        // A live holder's lock, or another host's not proven dead, is left alone: nothing is touched.
+        for (const lock of await lease.store.pulumiLocks()) {
+          const { verdict } = classifyLockHolder(lock, HERE, lease.current.unfinished);
+          if (verdict === "gone") continue;
+          const holder = { file: lock.key, pid: lock.pid, hostname: lock.hostname, ...(lock.timestamp !== undefined ? { timestamp: lock.timestamp } : {}) };
+          throw new LiveLockError(
+            options.stack,
+            holder,
+            verdict === "live" ? "that process is still running" : "it was taken on another host, and no run of ours known to be dead held the stack's run lease there then",
+          );
+        }
+        taken = await takeOver({ lease, stack: prepared.stack, stackName: options.stack, backendUrl: prepared.backendUrl, adopt: false, always: true, ...common });
+        adopt = lease.current.adopt.map((entry) => entry.resourceName);
+      } else {
+        // A backend without a lease (S3, Azure, GCS, Pulumi Cloud): no lock files of ours to judge, and
+        // no record either: an interrupted recovery there forgets the list (run it again with adoptExisting).
+        const deployment = (await prepared.stack.exportStack()).deployment;
+        taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
+        adopt = pendingCreatesOf(deployment).map((entry) => entry.resourceName);
+      }
+      await prepared.stack.refresh({ clearPendingCreates: true, ...common });
+    } catch (error) {
+      throw runError(lease?.lost ? lease.signal.reason : error, options);
+    } finally {
+      prepared.release();
+    }
+    const toAdopt = new Set(adopt);
+    const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
+    const up = await runOnce("up", options, groups, validDeleteGuard(options), lease);
+    await lease?.update({ adopt: [] });
+    const declared = new Set(specs.map(resourceNameOf));
+    return {
+      removedLocks: taken?.removedLocks.map((lock) => lock.key) ?? [],
+      repairedFiles: taken?.repairedFiles ?? [],
+      pending: taken?.pending ?? [],
+      adopted: adopt.filter((name) => declared.has(name)),
+      undeclaredPendingCreates: adopt.filter((name) => !declared.has(name)),
+      up,
+    };
+  } finally {
+    await lease?.release();
+  }
 }

@@ -70,7 +70,7 @@ export function readLockHolders(backendDir: string, project: string, stack: stri
 }
 
 /** Is a pulumi process with this PID running here? A reused PID (another program) does not count. */
-function pulumiProcessAlive(pid: number): boolean {
+export function pulumiProcessAlive(pid: number): boolean {
   if (pid <= 0) return false;
   try {
     process.kill(pid, 0);
@@ -79,7 +79,9 @@ function pulumiProcessAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("pulumi");
+    // The program itself, not any argument: `node /x/pulumi-user-groups/...` is no pulumi.
+    const program = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\u0000")[0] ?? "";
+    return /(^|\/)pulumi(\.exe)?$/.test(program);
   } catch {
     return true; // no /proc (not Linux): alive is the safe answer
   }

@@ -27,7 +27,7 @@ import { scrubText, secretValuesOf } from "../automation/stack-config";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
-import { DeadLockHolderError, explainLock } from "./lock-message";
+import { describeTakeover, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
 import { driftSummaryMarkdown, runSummaryMarkdown } from "./summary";
 import { formatDriftTable, formatTable } from "./table";
@@ -55,14 +55,13 @@ function recoverCommand(args: CliArgs): string {
   return `user-groups recover --stack ${args.stack} --file ${args.file ?? "<groups file>"}${args.backendUrl !== undefined ? " --backend-url <the same URL>" : ""}`;
 }
 
-/** Waiting for a lock: say who holds it, once; a dead holder will never release it, so stop waiting. */
+/** Waiting for a lock: say who holds it, once (a holder found dead meanwhile is taken over by the next attempt). */
 function lockWaitReporter(args: CliArgs, io: CliIo, backendUrl: () => string): RunOptions["onLockWait"] {
   let told = false;
   return (waitMs, waitedMs) => {
     if (!told) {
       told = true;
-      const { text, allDead } = explainLock(backendUrl(), args.stack, recoverCommand(args));
-      if (allDead && text !== undefined) throw new DeadLockHolderError(text);
+      const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args));
       tell(io, `stack "${args.stack}" is locked by another run; waiting up to ${formatDuration(args.lockTimeoutMs ?? 0)}.${text ? `\n  ${text}` : ""}`);
     } else if (waitedMs > 0 && Math.floor((waitedMs + waitMs) / 60_000) > Math.floor(waitedMs / 60_000)) {
       tell(io, `still waiting for the lock of stack "${args.stack}" (${formatDuration(waitedMs + waitMs)})`);
@@ -92,6 +91,9 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
   // Where the lock lives, for messages about it: only asked when a lock is met.
   const backendUrl = () => workspaceOf(base).backendUrl;
   base.onLockWait = lockWaitReporter(args, io, backendUrl);
+  base.onTakeover = (report) => {
+    for (const line of describeTakeover(report, args.stack)) tell(io, line);
+  };
   const withGroups = { ...base, ...guard, groups: groups ?? [] };
   const progress: Array<{ finish(): void }> = [];
   // A fresh progress display for each run (the confirmation preview is a run of its own).
@@ -189,7 +191,7 @@ async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { gr
 
 function describeFailure(error: unknown, args: CliArgs, backendUrl: () => string): string {
   if (error instanceof StackLockedError || error instanceof StackLockTimeoutError) {
-    const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args));
+    const { text } = explainLock(backendUrl(), args.stack, recoverCommand(args), error);
     if (text === undefined) return error.message;
     return error instanceof StackLockTimeoutError ? `${text}\n  (waited ${formatDuration(error.waitedMs)}, the lock timeout)` : text;
   }

@@ -1,18 +1,13 @@
 // What to tell someone whose run met a locked stack: which run holds it, since
 // when, whether its process is alive (same host), and what clears a dead one.
 // Pulumi's own "try again when it has finished" never comes true for a run
-// that was killed: its lock stays until removed.
+// that was killed: its lock stays until removed, which the next changing run
+// does by itself (takeover.ts) once the holder is provably gone.
+import { RunLeaseHeldError, type RunRecord } from "../automation/run-lease";
 import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
+import type { TakeoverReport } from "../automation/takeover";
 import { PROJECT_NAME } from "../automation/workspace";
-import { UserGroupsError } from "../wire/errors";
 import { terminalText } from "./terminal-text";
-
-export class DeadLockHolderError extends UserGroupsError {
-  constructor(message: string) {
-    super("stack_lock_dead_holder", message);
-    this.name = "DeadLockHolderError";
-  }
-}
 
 /** A holder as a lock file describes it: outside text (anything can write a lock file into a backend), each field escaped. */
 function holderText(holder: LockHolderStatus): string {
@@ -34,7 +29,7 @@ export function describeLockHolders(holders: readonly LockHolderStatus[], stack:
   if (allHoldersDead(holders)) {
     lines.push(
       `Stack "${stack}" is locked by a run that is gone: ${dead.map(holderText).join(", ")} is no longer running, so its lock will never be released. Nothing was changed.`,
-      `\`${recoverCommand}\` clears a dead run's lock (and finishes what the run left).`,
+      `The next \`up\`, \`refresh\` or \`destroy\` takes it over by itself; \`${recoverCommand}\` does too (and finishes what the run left).`,
     );
     return lines.join("\n  ");
   }
@@ -47,14 +42,49 @@ export function describeLockHolders(holders: readonly LockHolderStatus[], stack:
   return lines.join("\n  ");
 }
 
-/** Reads the lock of a stack on a file backend and describes its holders. */
-export function explainLock(backendUrl: string, stack: string, recoverCommand: string): { text?: string; allDead: boolean } {
+/** The run holding the stack's run lease, when that is what refused a run (any backend with a lease). */
+function leaseHolderOf(error: unknown): RunRecord | undefined {
+  for (let at: unknown = error; at instanceof Error; at = at.cause) {
+    if (at instanceof RunLeaseHeldError) return at.holder;
+  }
+  return undefined;
+}
+
+/**
+ * Reads the lock of a stack on a file backend and describes its holders; when
+ * none holds Pulumi's lock yet, the run holding the run lease (`refusal`: the error that refused this run).
+ */
+export function explainLock(backendUrl: string, stack: string, recoverCommand: string, refusal?: unknown): { text?: string; allDead: boolean } {
   let holders: LockHolderStatus[];
   try {
     holders = lockHolderStatus(backendUrl, PROJECT_NAME, stack);
   } catch {
     return { allDead: false }; // a lock file being written or removed right now: nothing to add
   }
+  const leaseHolder = leaseHolderOf(refusal);
+  if (holders.length === 0 && leaseHolder !== undefined) {
+    const since = new Date(leaseHolder.startedAt).toISOString();
+    return {
+      text:
+        `Stack "${stack}" is locked: another run on it is in progress. Nothing was changed.\n  ` +
+        `pid ${leaseHolder.pid} on host "${leaseHolder.host}" (since ${since}) holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`,
+      allDead: false,
+    };
+  }
   const text = describeLockHolders(holders, stack, recoverCommand);
   return { ...(text !== undefined ? { text } : {}), allDead: allHoldersDead(holders) };
+}
+
+/** What a run took over from a dead one (CONTRACT F7), one line each, for stderr. */
+export function describeTakeover(report: TakeoverReport, stack: string): string[] {
+  const lines = report.removedLocks.map(
+    (lock) => `took over stack "${stack}" from a run that is gone: removed the lock of pid ${lock.pid} on host "${lock.hostname}" (since ${lock.timestamp ?? "an unknown time"})`,
+  );
+  if (report.removedLocks.length === 0) lines.push(`finished what a dead run left on stack "${stack}"`);
+  if (report.killedProcesses > 0) lines.push(`stopped ${report.killedProcesses} processes the dead run left running`);
+  for (const file of report.repairedFiles) lines.push(`removed ${file} (torn by the interrupted write)`);
+  if (report.pending.length > 0) lines.push(`cleared ${report.pending.length} pending operations`);
+  if (report.adopted.length > 0) lines.push(`adopted the groups whose create was pending: ${report.adopted.join(", ")}`);
+  if (report.notAdopted.length > 0) lines.push(`could not adopt yet (the next run tries again): ${report.notAdopted.join(", ")}`);
+  return lines;
 }

@@ -10,6 +10,7 @@ import { type ConfigLookup, resolveCredentials } from "../logic/credentials";
 import { diffUserGroup } from "../logic/diff";
 import { type CheckedInputs, checkInputs, type UserGroupOutputs } from "../logic/inputs";
 import { createUserGroup, deleteUserGroup, readUserGroup, updateUserGroup } from "../logic/operations";
+import { watchEngineOfThisProcess } from "./engine-watchdog";
 
 export const DEBUG_ENV = "USER_GROUPS_DEBUG";
 
@@ -107,4 +108,6 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
 
 /** The one instance the dynamic-provider process uses for every UserGroup. */
 export const userGroupProvider = new UserGroupProvider();
+// A provider whose engine was killed exits within seconds instead of working on alone.
+watchEngineOfThisProcess();
 saveCompileCache();

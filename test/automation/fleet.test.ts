@@ -176,12 +176,16 @@ describe("the GitOps CLI on a fleet's stack", () => {
 });
 
 describe("UserGroupFleet and the stack's lock", () => {
-  /** A lock file as another live run would hold it on the file backend. */
+  /**
+   * A lock file as another live run would hold it on the file backend: a run on
+   * another host that no dead run of ours accounts for (a live one on this host
+   * would need a real pulumi process: a pid of another program is a dead holder's, taken over).
+   */
   function holdLock(stack: string): () => void {
     const dir = path.join(env.backendDir, ".pulumi", "locks", "organization", "user-groups", stack);
     mkdirSync(dir, { recursive: true });
     const file = path.join(dir, "c0ffee00-0000-4000-8000-000000000001.json");
-    writeFileSync(file, JSON.stringify({ pid: process.pid, username: "other", hostname: hostname(), timestamp: new Date().toISOString() }));
+    writeFileSync(file, JSON.stringify({ pid: 4242, username: "other", hostname: `not-${hostname()}`, timestamp: new Date().toISOString() }));
     return () => rmSync(file, { force: true });
   }
 

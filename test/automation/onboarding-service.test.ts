@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { type ListeningProcess, watchServer } from "../support/listening-process";
 import { startPostgres, type PostgresServer } from "../support/postgres";
+import { waitFor } from "../support/wait-for";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
 const KEY = "onboarding-customer-key-0001";
@@ -17,7 +18,7 @@ const replicas: { url: string }[] = [];
 /** Every replica process spawned, listening or not, for afterAll to stop. */
 const started: ListeningProcess[] = [];
 
-async function startReplica(name: string): Promise<{ url: string }> {
+async function startReplica(name: string): Promise<{ url: string; process: ListeningProcess }> {
   const replica = watchServer(
     spawn(process.execPath, [path.join(__dirname, "../support/onboarding-replica.cjs")], {
       env: {
@@ -36,7 +37,7 @@ async function startReplica(name: string): Promise<{ url: string }> {
   const url = await replica.listening.catch((error: Error) => {
     throw new Error(`replica ${name}: ${error.message}`);
   });
-  return { url };
+  return { url, process: replica };
 }
 
 async function signUp(url: string, body: unknown, bearer: string | null = BEARER) {
@@ -104,4 +105,25 @@ describe("onboarding service, two replicas on one PostgreSQL backend", () => {
     expect((await signUp(url, { id: "ok" })).status).toBe(400);
     expect(server.journal().slice(mark)).toEqual([]);
   });
+
+  it("stops on SIGTERM: the sign-up in flight finishes with its token, a new one gets 503, then exit 0", async () => {
+    const replica = await startReplica("replica-stopping");
+    // Slow on the service, so that the sign-up is still in flight when the signal comes.
+    server.setFaults([{ method: "GET", action: "delay", delayMs: 3_000, user_group_id: "customer-late" }]);
+    try {
+      const inFlight = signUp(replica.url, { id: "customer-late", name: "Customer Late" });
+      await waitFor(() => replica.process.stdout().includes("sign-up customer-late: provisioning"), { timeoutMs: 30_000, what: "the sign-up to be taken" });
+      replica.process.child.kill("SIGTERM");
+      await waitFor(() => replica.process.stdout().includes("stopping:"), { timeoutMs: 30_000, what: "the replica to begin stopping" });
+      const refused = await signUp(replica.url, { id: "customer-after", name: "Customer After" });
+      expect(refused.status).toBe(503);
+      const answered = await inFlight;
+      expect(answered.status, JSON.stringify(answered.json)).toBe(201);
+      expect(answered.json.token).toBe(server.groups().find((g) => g.user_group_id === "customer-late")?.token);
+      expect(await replica.process.exited).toBe(0);
+      expect(server.groups().some((g) => g.user_group_id === "customer-after")).toBe(false);
+    } finally {
+      server.clearFaults();
+    }
+  }, 120_000);
 });

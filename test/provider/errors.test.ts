@@ -4,7 +4,6 @@
 import { describe, expect, it } from "vitest";
 import * as automation from "../../provider/automation/index";
 import { UsageError } from "../../provider/cli/args";
-import { DeadLockHolderError } from "../../provider/cli/lock-message";
 import { InvalidTuningError } from "../../provider/client/tuning";
 import { InsecureTransportError } from "../../provider/client/transport";
 import * as entry from "../../provider/index";
@@ -27,6 +26,8 @@ const instances: Record<string, Error> = {
   StackLockedError: new automation.StackLockedError("dev", { cause }),
   StackLockTimeoutError: new automation.StackLockTimeoutError("dev", 1000, { cause }),
   LiveLockError: new automation.LiveLockError("dev", holder, "its process is alive"),
+  RunLeaseLostError: new automation.RunLeaseLostError("dev"),
+  BackendTableNameError: new automation.BackendTableNameError("x;y"),
   FleetGroupError: new automation.FleetGroupError("default.acme", "failed", { cause }),
   FleetClosedError: new automation.FleetClosedError(),
   FleetEnsureError: new automation.FleetEnsureError([{ status: "rejected", reason: cause }]),
@@ -47,7 +48,6 @@ const instances: Record<string, Error> = {
   FileRefusedError: new automation.FileRefusedError("/tmp/groups.yaml", "symlink", "refused"),
   OutsideBatchError: new automation.OutsideBatchError("up", "dev", ["urn:pulumi:dev::user-groups::t::default.x"]),
   UsageError: new UsageError("--file is required", { cause }),
-  DeadLockHolderError: new DeadLockHolderError("dead"),
   InvalidTuningError: new InvalidTuningError("USER_GROUPS_MAX_ATTEMPTS", "x"),
   InsecureTransportError: new InsecureTransportError("http://example.com"),
   ApiError: new ApiError(404, "user_group_not_found", "no such group"),
