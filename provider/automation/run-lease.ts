@@ -33,40 +33,56 @@ export const LEASE_TTL_MS = 20_000;
 
 const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
+/** A run of ours that held the lease: enough to recognise its Pulumi lock and its processes. */
+export interface RunClaim {
+  readonly runId: string;
+  readonly host: string;
+  readonly pid: number;
+  /** When the run took the lease (ms since the epoch, its host's clock). */
+  readonly startedAt: number;
+  /** Its last renewal (same clock). */
+  readonly renewedAt: number;
+}
+
+/** A group whose create a dead run left pending: to be adopted from these inputs. */
+export interface AdoptEntry {
+  readonly resourceName: string;
+  /** The inputs the dead run declared (from its pending create). */
+  readonly inputs: Record<string, unknown>;
+}
+
+/** What the backend holds beside the lease (written out so that the declarations never mention zod). */
+export interface RunRecord extends RunClaim {
+  readonly version: 1;
+  /** File leases: the lease ends then unless renewed (the holder's clock). */
+  readonly expiresAt: number;
+  /** The holder let go of it in good order. */
+  readonly released: boolean;
+  /** Dead runs whose Pulumi lock and pending operations are not dealt with yet. */
+  readonly unfinished: readonly RunClaim[];
+  readonly adopt: readonly AdoptEntry[];
+}
+
 const claimSchema = z.object({
   runId: z.string().min(1).max(100),
   host: z.string().max(255),
   pid: z.number().int(),
-  /** When the run took the lease (ms since the epoch, its host's clock). */
   startedAt: z.number(),
-  /** Its last renewal (same clock). */
   renewedAt: z.number(),
 });
 
-/** A run of ours that held the lease: enough to recognise its Pulumi lock and its processes. */
-export type RunClaim = z.infer<typeof claimSchema>;
-
 const adoptEntrySchema = z.object({
   resourceName: z.string().min(1).max(1024),
-  /** The inputs the dead run declared (from its pending create). */
   inputs: z.record(z.string(), z.unknown()),
 });
 
-/** A group whose create a dead run left pending: to be adopted from these inputs. */
-export type AdoptEntry = z.infer<typeof adoptEntrySchema>;
-
 const recordSchema = claimSchema.extend({
   version: z.literal(1),
-  /** File leases: the lease ends then unless renewed (the holder's clock). */
   expiresAt: z.number(),
-  /** The holder let go of it in good order. */
   released: z.boolean(),
-  /** Dead runs whose Pulumi lock and pending operations are not dealt with yet. */
   unfinished: z.array(claimSchema).max(1000),
   adopt: z.array(adoptEntrySchema).max(100_000),
-});
-
-export type RunRecord = z.infer<typeof recordSchema>;
+}) satisfies z.ZodType<RunRecord>;
 
 /** A run record read from the backend: outside data, checked before it decides anything. */
 export function parseRunRecord(text: string): RunRecord | undefined {
