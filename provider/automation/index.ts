@@ -53,6 +53,8 @@ export { type PendingOperation, type RecoveryReport, recoverStack } from "./reco
 export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";
 export { BackendTableNameError, RunLeaseLostError } from "./run-lease";
 export type { TakeoverReport } from "./takeover";
+export type { PulumiLock } from "./run-lease";
+export type { RegularFileProblem } from "./regular-file";
 export {
   type FleetGroup,
   FleetClosedError,

@@ -7,9 +7,10 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createPulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 
-const pinned = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
-  dependencies: Record<string, string>;
-}).dependencies["@pulumi/pulumi"];
+// package.json carries a range; the lockfile pins the version the engine is built at.
+const pinned = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package-lock.json"), "utf8")) as {
+  packages: Record<string, { version?: string }>;
+}).packages["node_modules/@pulumi/pulumi"]?.version;
 
 describe("the Pulumi engine", () => {
   const env = createPulumiTestEnv("smoke");
