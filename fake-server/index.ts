@@ -5,4 +5,4 @@ export type { ApiKeyConfig } from "./auth.js";
 export { faultRuleSchema, FAULT_ACTIONS, type FaultRule, type FaultRuleInput } from "./faults.js";
 export type { JournalEntry } from "./journal.js";
 export type { StoredGroup } from "./store.js";
-export { buildOpenApiDocument } from "./openapi.js";
+export { buildOpenApiDocument, openApiJson } from "./openapi.js";

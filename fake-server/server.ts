@@ -16,7 +16,7 @@ import { ApiError, errorBody, methodNotAllowed } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
 import { ClientGone, lingerAfterEarlyAnswer, pathOf, sendError, sendJson } from "./http.js";
 import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
-import { buildOpenApiDocument } from "./openapi.js";
+import { openApiJson } from "./openapi.js";
 import { resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
@@ -171,7 +171,7 @@ let openApiText: string | undefined;
 
 function serveOpenApi(req: IncomingMessage, res: ServerResponse): number {
   if (req.method !== "GET") throw methodNotAllowed("/openapi.json", ["GET"]);
-  openApiText ??= JSON.stringify(buildOpenApiDocument(), null, 2);
+  openApiText ??= openApiJson();
   res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" });
   res.end(openApiText);
   return 200;
