@@ -10,7 +10,7 @@ import { API_PATH, type ApiMethod } from "../provider/wire/schemas.js";
 import type { ApiKey, ConnectionAuth } from "./auth.js";
 import { ApiError, methodNotAllowed } from "./errors.js";
 import type { FaultRule, FaultTable } from "./faults.js";
-import { assertMayCall, parseBody, runOperation, subjectId, type JsonObject, type SuccessBody } from "./handlers.js";
+import { REQUEST_FIELDS, assertMayCall, parseBody, runOperation, subjectId, type JsonObject, type SuccessBody } from "./handlers.js";
 import { ClientGone, isJsonContentType, readBody, sendJson } from "./http.js";
 import type { RawJournalEntry } from "./journal.js";
 import type { Persister } from "./persistence.js";
@@ -26,7 +26,8 @@ export interface ApiContext {
   readonly persister: Persister | undefined;
 }
 
-const ALLOW = ["GET", "POST", "PUT", "DELETE"] as const;
+/** The methods of /api/user, as its 405 answers list them in `Allow`. */
+export const ALLOW = ["GET", "POST", "PUT", "DELETE"] as const;
 
 /** Handles one API request; fills `entry` (the journal's record of it) as it learns things. */
 export async function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, path: string, entry: RawJournalEntry): Promise<void> {
@@ -34,7 +35,7 @@ export async function handleApiRequest(ctx: ApiContext, req: IncomingMessage, re
   const key = authenticate(ctx.connectionAuth, req, entry);
   admitUnderRateLimit(ctx.limiter, key);
   assertMayCall(key, method);
-  const body = await readJsonObject(req, res);
+  const body = await readJsonObject(req, res, method);
   entry.body = body;
   const fault = await applyFault(ctx, req, method, key, body, entry);
   const result = await carryOut(ctx, req, method, key, body, fault?.action === "drop-after-apply");
@@ -76,11 +77,11 @@ function admitUnderRateLimit(limiter: RateLimiter | undefined, key: ApiKey): voi
 }
 
 /** 415 unless JSON; then the body, bounded (413) and a JSON object (400). */
-async function readJsonObject(req: IncomingMessage, res: ServerResponse): Promise<JsonObject> {
+async function readJsonObject(req: IncomingMessage, res: ServerResponse, method: ApiMethod): Promise<JsonObject> {
   if (!isJsonContentType(req.headers["content-type"])) {
     throw new ApiError(415, "unsupported_media_type", "Content-Type must be application/json");
   }
-  return parseBody(await readBody(req, res));
+  return parseBody(await readBody(req, res), REQUEST_FIELDS[method]);
 }
 
 /**

@@ -5,7 +5,9 @@ import { ENV_API_KEYS, parseApiKeySpec } from "./key-sources.js";
 import {
   DEFAULT_HEADERS_TIMEOUT_MS,
   DEFAULT_HOST,
+  DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
   DEFAULT_REQUEST_TIMEOUT_MS,
 } from "./options.js";
 
@@ -30,7 +32,14 @@ export const USAGE = `usage: user-groups-fake-server [options]
                           loopback); or set ${ENV_ADMIN_TOKEN}, which ps does not show
   --headers-timeout MS    a request's headers must arrive within MS (default ${DEFAULT_HEADERS_TIMEOUT_MS})
   --request-timeout MS    the whole request must arrive within MS (default ${DEFAULT_REQUEST_TIMEOUT_MS})
-  --max-connections N     connections open at once, more are refused (default ${DEFAULT_MAX_CONNECTIONS})
+  --idle-timeout MS       close a connection that sends nothing for MS while no
+                          request is in progress (default ${DEFAULT_IDLE_TIMEOUT_MS})
+  --max-connections N     connections open at once (default ${DEFAULT_MAX_CONNECTIONS})
+  --max-connections-per-address N
+                          connections open at once from one address; loopback
+                          clients all share one (default ${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}). At a
+                          cap a new connection replaces the oldest idle one, or
+                          is refused when none is idle
   --help                  show this text`;
 
 export interface CliConfig {
@@ -45,6 +54,8 @@ export interface CliConfig {
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
   maxConnections?: number;
+  maxConnectionsPerAddress?: number;
+  idleTimeoutMs?: number;
 }
 
 export type CliParse = { kind: "run"; config: CliConfig } | { kind: "help" } | { kind: "error"; message: string };
@@ -68,6 +79,8 @@ export function parseCli(argv: readonly string[]): CliParse {
         "headers-timeout": { type: "string" },
         "request-timeout": { type: "string" },
         "max-connections": { type: "string" },
+        "max-connections-per-address": { type: "string" },
+        "idle-timeout": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -117,6 +130,8 @@ export function parseCli(argv: readonly string[]): CliParse {
     ["headers-timeout", "headersTimeoutMs"],
     ["request-timeout", "requestTimeoutMs"],
     ["max-connections", "maxConnections"],
+    ["max-connections-per-address", "maxConnectionsPerAddress"],
+    ["idle-timeout", "idleTimeoutMs"],
   ] as const;
   for (const [flag, field] of limits) {
     const text = values[flag];

@@ -28,12 +28,21 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 /** Where a `__proto__` key is refused (the provider's check refuses it there too) rather than dropped. */
 const NO_PROTO_FIELDS: ReadonlySet<string> = new Set(["mapping", "properties"]);
 
+/** The fields of each operation's request: the only ones the hazard checks look at (W2: unknown fields are ignored). */
+export const REQUEST_FIELDS: Readonly<Record<ApiMethod, ReadonlySet<string>>> = {
+  GET: new Set(Object.keys(getUserRequestSchema.shape)),
+  PUT: new Set(Object.keys(updateUserRequestSchema.shape)),
+  POST: new Set(Object.keys(rotateTokenRequestSchema.shape)),
+  DELETE: new Set(Object.keys(deleteUserRequestSchema.shape)),
+};
+
 /**
  * The body must be exactly one JSON object (W2); an empty body is 400 for every
  * method. Nesting deeper than MAX_JSON_DEPTH, and `__proto__` keys in `mapping`
  * or `properties`, are 400 with the field's code, before anything walks the body.
+ * With `fields`, only those fields are checked (the rest is ignored, never walked).
  */
-export function parseBody(raw: Buffer): JsonObject {
+export function parseBody(raw: Buffer, fields?: ReadonlySet<string>): JsonObject {
   let text: string;
   try {
     text = utf8.decode(raw);
@@ -52,7 +61,7 @@ export function parseBody(raw: Buffer): JsonObject {
     const kind = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
     throw new ApiError(400, "invalid_body", `request body must be a JSON object, got ${kind}`);
   }
-  const hazard = findJsonHazard(value as JsonObject, NO_PROTO_FIELDS);
+  const hazard = findJsonHazard(value as JsonObject, NO_PROTO_FIELDS, fields);
   if (hazard !== undefined) {
     throw new ApiError(
       400,

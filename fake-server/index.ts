@@ -22,7 +22,7 @@ export {
 export type { JournalEntry } from "./journal.js";
 export type { StoredGroup } from "./store.js";
 export type { ApiMethod, Environment, JsonValue, Mapping, Properties, Validator } from "../provider/wire/schemas.js";
-export { buildOpenApiDocument, type JsonSchema } from "./openapi.js";
+export { buildOpenApiDocument, type JsonSchema, openApiJson } from "./openapi.js";
 
 /** Checks one fault rule as `POST /__admin/faults` does (its type leaves zod out of the package's declarations). */
 export const faultRuleSchema: Validator<FaultRule> = faultRuleZodSchema;

@@ -14,9 +14,18 @@ export interface JsonHazard {
   readonly field: string;
 }
 
-/** The first hazard under `body`'s fields, or undefined. `protoFields` lists the fields where a `__proto__` key is refused. */
-export function findJsonHazard(body: { [key: string]: JsonValue }, protoFields: ReadonlySet<string>): JsonHazard | undefined {
+/**
+ * The first hazard under `body`'s fields, or undefined. `protoFields` lists the fields where a
+ * `__proto__` key is refused; with `onlyFields`, other fields are not looked at (an API body's
+ * unknown fields are ignored, and nothing walks them).
+ */
+export function findJsonHazard(
+  body: { [key: string]: JsonValue },
+  protoFields: ReadonlySet<string>,
+  onlyFields?: ReadonlySet<string>,
+): JsonHazard | undefined {
   for (const [field, value] of Object.entries(body)) {
+    if (onlyFields !== undefined && !onlyFields.has(field)) continue;
     const checkProto = protoFields.has(field);
     const stack: Array<{ value: JsonValue; depth: number }> = [{ value, depth: 1 }];
     while (stack.length > 0) {

@@ -16,8 +16,20 @@ export const DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 /** The whole request (headers and a body of up to 1 MiB) within this many ms (Node's default is 300 s). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-/** Connections open at once; more are refused (each may buffer a body of up to 1 MiB). */
-export const DEFAULT_MAX_CONNECTIONS = 256;
+/**
+ * Connections open at once (each may buffer a body of up to 1 MiB); see connections.ts
+ * for what happens past it. Twice the per-address cap: one address cannot take them all.
+ */
+export const DEFAULT_MAX_CONNECTIONS = 512;
+/**
+ * Connections open at once from one remote address. Every loopback client shares
+ * 127.0.0.1, so this must hold a whole local workload: a `pulumi up` opens at most
+ * 16 (the client's pool), the test suite bursts up to 300 requests through undici's
+ * global pool (docs/fake-server.md, "Connections").
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+/** A connection the server is not working on that receives nothing for this long is closed (also the keep-alive timeout). */
+export const DEFAULT_IDLE_TIMEOUT_MS = 5_000;
 
 /** @internal */
 export const rateLimitSchema = z.object({
@@ -44,6 +56,8 @@ export const fakeServerOptionsSchema = z.object({
   headersTimeoutMs: z.number().int().positive().default(DEFAULT_HEADERS_TIMEOUT_MS),
   requestTimeoutMs: z.number().int().positive().default(DEFAULT_REQUEST_TIMEOUT_MS),
   maxConnections: z.number().int().positive().default(DEFAULT_MAX_CONNECTIONS),
+  maxConnectionsPerAddress: z.number().int().positive().default(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+  idleTimeoutMs: z.number().int().positive().default(DEFAULT_IDLE_TIMEOUT_MS),
 }).refine((o) => o.headersTimeoutMs <= o.requestTimeoutMs, { path: ["headersTimeoutMs"], message: "must not exceed requestTimeoutMs" });
 /** The options of startFakeServer (written out so that the declarations never mention zod). */
 export interface FakeServerOptions {
@@ -69,8 +83,12 @@ export interface FakeServerOptions {
   headersTimeoutMs?: number | undefined;
   /** The whole request within this many ms (default 30 s). */
   requestTimeoutMs?: number | undefined;
-  /** Connections open at once (default 256). */
+  /** Connections open at once, in all (default 512); at the cap a newcomer displaces the oldest idle one. */
   maxConnections?: number | undefined;
+  /** Connections open at once from one remote address (default 256). */
+  maxConnectionsPerAddress?: number | undefined;
+  /** A connection that sends nothing for this many ms while no request is in progress is closed (default 5 s). */
+  idleTimeoutMs?: number | undefined;
 }
 /** Options after defaults. */
 export interface ResolvedOptions {
@@ -86,6 +104,8 @@ export interface ResolvedOptions {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   maxConnections: number;
+  maxConnectionsPerAddress: number;
+  idleTimeoutMs: number;
 }
 
 /** Parses options; the error names the option (never echoes a key). */

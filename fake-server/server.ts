@@ -11,11 +11,12 @@ import { refuseUnguardedAdmin } from "./admin-guard.js";
 import { handleApiRequest, type ApiContext } from "./api-request.js";
 import { isDashboardPath, serveDashboard } from "./dashboard.js";
 import { ConnectionAuth, KeyRing, type ApiKeyConfig } from "./auth.js";
+import { ConnectionGuard, type ConnectionStats } from "./connections.js";
 import { ApiError, errorBody, methodNotAllowed } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
 import { ClientGone, lingerAfterEarlyAnswer, pathOf, sendError, sendJson } from "./http.js";
 import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
-import { buildOpenApiDocument } from "./openapi.js";
+import { openApiJson } from "./openapi.js";
 import { resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
@@ -46,6 +47,8 @@ export interface FakeServer {
   clearFaults(): void;
   /** The active rules, with how many times each may still fire. */
   faults(): FaultRule[];
+  /** Connections open now and at most, and how many were closed idle, evicted at a cap, or refused. */
+  connections(): ConnectionStats;
 }
 
 const CLOSE_GRACE_MS = 10_000;
@@ -57,6 +60,7 @@ interface ServerState extends ApiContext {
   readonly journal: Journal;
   readonly log: LogSink | undefined;
   readonly inFlight: InFlight;
+  readonly connections: ConnectionGuard;
 }
 
 export async function startFakeServer(options: FakeServerOptions): Promise<FakeServer> {
@@ -75,9 +79,10 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     limiter: opts.rateLimit === undefined ? undefined : new RateLimiter(opts.rateLimit),
     log: logSinkOf(opts.log),
     inFlight: new InFlight(),
+    connections: new ConnectionGuard(opts),
   };
   const actions = adminActions(state);
-  const server = createHttpServer(opts, (req, res) => handleRequest(state, actions, req, res));
+  const server = createHttpServer(opts, state.connections, (req, res) => handleRequest(state, actions, req, res));
   const port = await listen(server, opts.host, opts.port);
   return fakeServerHandle(state, actions, server, port);
 }
@@ -166,7 +171,7 @@ let openApiText: string | undefined;
 
 function serveOpenApi(req: IncomingMessage, res: ServerResponse): number {
   if (req.method !== "GET") throw methodNotAllowed("/openapi.json", ["GET"]);
-  openApiText ??= JSON.stringify(buildOpenApiDocument(), null, 2);
+  openApiText ??= openApiJson();
   res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" });
   res.end(openApiText);
   return 200;
@@ -224,25 +229,35 @@ class InFlight {
   }
 }
 
-function createHttpServer(opts: ResolvedOptions, handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Server {
+function createHttpServer(
+  opts: ResolvedOptions,
+  connections: ConnectionGuard,
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Server {
+  // Busy from complete headers until the answer is finished or abandoned: meanwhile the idle rule and eviction leave the connection alone.
+  const tracked = (req: IncomingMessage, res: ServerResponse): void => {
+    const socket = req.socket;
+    connections.requestStarted(socket);
+    res.once("close", () => connections.requestEnded(socket));
+    void handle(req, res);
+  };
   const server: Server = createServer(
     {
       // Slow or stalled clients (slowloris) are cut off: a 408 once a deadline passes.
       headersTimeout: opts.headersTimeoutMs,
       requestTimeout: opts.requestTimeoutMs,
+      // Between requests, the idle rule of connections.ts; node:http also announces it (Keep-Alive: timeout=N).
+      keepAliveTimeout: opts.idleTimeoutMs,
       // Node checks the deadlines on this interval (30 s by default, longer than ours).
       connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(opts.headersTimeoutMs / 2))),
     },
-    (req, res) => {
-      void handle(req, res);
-    },
+    tracked,
   );
-  // Past this, new connections are closed at once: each open one may buffer a body of up to 1 MiB.
-  server.maxConnections = opts.maxConnections;
+  // Caps and the idle rule (connections.ts); not server.maxConnections, which refuses
+  // the newcomer even when the connections it counts are idle sockets.
+  server.on("connection", (socket: Socket) => connections.admit(socket));
   // Answer `Expect: 100-continue` ourselves (readBody sends the 100 when it starts reading).
-  server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-    void handle(req, res);
-  });
+  server.on("checkContinue", tracked);
   server.on("clientError", answerMalformedRequest);
   return server;
 }
@@ -302,6 +317,7 @@ function fakeServerHandle(state: ServerState, actions: AdminActions, server: Ser
     addFaults: (rules) => state.faults.add(validateRules(rules)),
     clearFaults: () => state.faults.clear(),
     faults: actions.faults,
+    connections: () => state.connections.stats(),
   };
 }
 

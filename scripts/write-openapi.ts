@@ -1,9 +1,9 @@
 // Writes docs/openapi.json from the wire schemas: `npm run openapi`.
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { buildOpenApiDocument } from "../fake-server/openapi.js";
+import { openApiJson } from "../fake-server/openapi.js";
 
 // Compiled to build/scripts/ (tsconfig.tools.json), so the repository root is two levels up.
 const target = resolve(__dirname, "..", "..", "docs", "openapi.json");
-writeFileSync(target, `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`);
+writeFileSync(target, `${openApiJson()}\n`);
 process.stdout.write(`wrote ${target}\n`);
