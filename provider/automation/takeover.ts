@@ -213,7 +213,9 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
   const killedProcesses = await waitUntilQuiet(claims, unclaimed, since, options.quiet);
   for (const lock of locks) await lease.store.removePulumiLock(lock);
   const backendDir = fileBackendDir(options.backendUrl);
-  const repairedFiles = backendDir !== undefined && locks.length > 0 ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
+  // A dead writer (its lock, or its unfinished claim: killed after letting go of the lock) may have torn its last checkpoint's sidecar.
+  const deadWriter = locks.length > 0 || claims.length > 0;
+  const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
 
   const deployment = (await options.stack.exportStack()).deployment as RawDeployment;
   const pending = pendingOf(deployment);
