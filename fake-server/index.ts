@@ -23,6 +23,7 @@ export type { JournalEntry } from "./journal.js";
 export type { StoredGroup } from "./store.js";
 export type { ApiMethod, Environment, JsonValue, Mapping, Properties, Validator } from "../provider/wire/schemas.js";
 export { buildOpenApiDocument, type JsonSchema, openApiJson } from "./openapi.js";
+export type { ConnectionStats } from "./connections.js";
 
 /** Checks one fault rule as `POST /__admin/faults` does (its type leaves zod out of the package's declarations). */
 export const faultRuleSchema: Validator<FaultRule> = faultRuleZodSchema;

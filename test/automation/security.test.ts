@@ -283,8 +283,7 @@ describe("8. keys only through the environment or stdin, in every doc and messag
         if (entry.isDirectory()) return entry.name === "node_modules" ? [] : walk(rel, keep);
         return keep(entry.name) ? [rel] : [];
       });
-    // README.md is left to the package's owner (issue #23 item 8 lists its lines).
-    return [...walk("docs", (f) => f.endsWith(".md")), ...walk("examples", (f) => /\.(md|ts|ya?ml)$/.test(f)), ...walk("provider", (f) => f.endsWith(".ts"))];
+    return ["README.md", "CONTRIBUTING.md", ...walk("docs", (f) => f.endsWith(".md")), ...walk("examples", (f) => /\.(md|ts|ya?ml)$/.test(f)), ...walk("provider", (f) => f.endsWith(".ts"))];
   }
 
   it("never shows `pulumi config set` with a key's value as an argument", () => {
