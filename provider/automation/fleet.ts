@@ -29,8 +29,7 @@ import {
   StackNotFoundError,
   withLockWait,
 } from "./provision";
-import { scrubSecrets, secretValuesOf } from "./stack-config";
-import { Redactor } from "../client/redact";
+import { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 import { type LeaseStore, leaseStoreFor } from "./run-lease";
 import { underRunLease } from "./takeover";
 import { PROJECT_NAME } from "./workspace";
@@ -402,10 +401,9 @@ export class UserGroupFleet {
         resourceName: other.resourceName,
         urn: urnOfGroup(this.options.stack, other.resourceName),
       }));
-    const redactor = new Redactor();
-    for (const secret of secretValuesOf(this.options)) redactor.add(secret);
+    const secrets = secretValuesOf(this.options);
     const withoutOthers = othersScrubber(others);
-    request.waiter.reject(scrubbedCopy(error, (text) => withoutOthers(redactor.text(text))));
+    request.waiter.reject(scrubbedCopy(error, (text) => withoutOthers(scrubText(text, secrets))));
   }
 
   /** The options of an up or destroy of exactly these groups, each group's failure its own; a step outside them stops the run. */

@@ -51,9 +51,8 @@ export { type GroupSpec, GroupsValidationError, type SpecProblem, validateGroups
 export { type GroupIdentity, groupOfResourceName, resourceNameOf, ResourceNameError } from "./resource-name";
 export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
 export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";
-export { BackendTableNameError, RunLeaseLostError } from "./run-lease";
+export { BackendTableNameError, type PulumiLock, RunLeaseLostError } from "./run-lease";
 export type { TakeoverReport } from "./takeover";
-export type { PulumiLock } from "./run-lease";
 export type { RegularFileProblem } from "./regular-file";
 export {
   type FleetGroup,
