@@ -16,6 +16,7 @@ import { scrubSecrets, scrubText, secretValuesOf, setStackConfig } from "./stack
 import { assertValidStackName } from "./stack-name";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 import { engineBackendEnv, withoutCredentials } from "./backend-url";
+import { rateBudgetEnv } from "./rate-budget-env";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
 import { type LeaseStore, leaseStoreFor, type RunLease } from "./run-lease";
 import { type TakeoverReport, underRunLease } from "./takeover";
@@ -405,6 +406,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
       PULUMI_SKIP_UPDATE_CHECK: "true",
       // The provider words its advice (a missing key) for a library's caller; the CLI says "cli" in envVars.
       [ENV_HINTS]: "automation",
+      ...rateBudgetEnv(workspace.backendUrl),
       ...options.envVars,
       ...engineBackendEnv(workspace.backendUrl),
       ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),

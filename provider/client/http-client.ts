@@ -24,6 +24,7 @@ import {
 import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
+import type { RateBudget } from "./rate-budget";
 import { Redactor } from "./redact";
 import { assertSecureTransport } from "./transport";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
@@ -54,6 +55,12 @@ export interface ClientOptions {
   readonly random?: () => number;
   /** Shared pacing after 429s (default: one per client). */
   readonly pacer?: Pacer;
+  /**
+   * The key's rate budget: every request (each retry included) takes a slot of it
+   * before it is sent (rate-budget.ts). None: requests are paced only after 429s.
+   * The provider always gives one (USER_GROUPS_RATE_LIMIT, default 180/60).
+   */
+  readonly rateBudget?: RateBudget;
 }
 
 export interface GetOrCreateResult {
@@ -105,6 +112,7 @@ export class UserGroupsClient {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly pacer: Pacer;
+  private readonly rateBudget?: RateBudget;
   /** A key belongs to exactly one environment (W1); learned from the first answer that says it. */
   private knownEnvironment?: Environment;
   /** W1: a read-only key gets 403 on every PUT; learned from the first such answer (R5 reads then use GET). */
@@ -133,6 +141,7 @@ export class UserGroupsClient {
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
     this.pacer = options.pacer ?? new Pacer(this.now);
+    this.rateBudget = options.rateBudget;
   }
 
   /** Attempts at one request, the first included (USER_GROUPS_MAX_ATTEMPTS). */
@@ -253,6 +262,20 @@ export class UserGroupsClient {
       request.pacedMs += firstWait;
       await this.sleep(firstWait);
     }
+    await this.takeBudgetSlot(request);
+  }
+
+  /**
+   * The key's shared budget, after the 429 pacer and any backoff: the slot is
+   * taken when the request could go, so no process holds a slot it cannot use.
+   * The wait is pacing, not the request's fault: not held against its retry budget
+   * (and the attempt's own timeouts start only when it is sent).
+   */
+  private async takeBudgetSlot(request: RequestInProgress): Promise<void> {
+    if (this.rateBudget === undefined) return;
+    const before = this.now();
+    await this.rateBudget.acquire();
+    request.pacedMs += Math.max(0, this.now() - before);
   }
 
   /**
@@ -332,7 +355,10 @@ export class UserGroupsClient {
   /** A 429 slows every later request of this pacer; any other answer lets it speed up again. */
   private observePacing(status: number, headers: IncomingHttpHeaders): void {
     if (status === 429) {
-      this.pacer.observe(status, parseRetryAfterMs(headerValue(headers["retry-after"]), this.now()));
+      const retryAfterMs = parseRetryAfterMs(headerValue(headers["retry-after"]), this.now());
+      this.pacer.observe(status, retryAfterMs);
+      // Every sharer of the key's budget holds off too (not awaited: the store is told, this request goes on retrying).
+      if (retryAfterMs !== undefined) void this.rateBudget?.holdOff(retryAfterMs).catch(() => undefined);
       this.debug(`rate limited; pacing requests ${Math.round(this.pacer.state.intervalMs)} ms apart`);
     } else {
       this.pacer.observe(status, undefined);
@@ -378,12 +404,13 @@ export class UserGroupsClient {
     request.ambiguousEarlier = true;
   }
 
-  /** The retry delay, or longer when the pacer has no slot sooner; pacing time is not held against the retry budget. */
+  /** The retry delay, or longer when the pacer has no slot sooner, then a budget slot; pacing time is not held against the retry budget. */
   private async waitBeforeRetry(request: RequestInProgress, delay: number): Promise<void> {
     const wait = this.pacer.reserve(this.now() + delay);
     request.pacedMs += wait - delay;
     this.debug(`retrying ${request.method} in ${wait} ms`);
     await this.sleep(wait);
+    await this.takeBudgetSlot(request);
   }
 
   private failure(

@@ -5,6 +5,7 @@
 import { saveCompileCache } from "../compile-cache"; // first: it covers the modules loaded after it
 import type * as pulumi from "@pulumi/pulumi";
 import type { UserGroupsClient } from "../client/http-client";
+import { rateBudgetFromEnv } from "../client/rate-budget-stores";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, resolveCredentials } from "../logic/credentials";
 import { diffUserGroup } from "../logic/diff";
@@ -90,6 +91,7 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
     let client = this.clients.get(cacheKey);
     if (!client) {
       const debug = this.surroundings.env[DEBUG_ENV];
+      const log = debug && debug !== "0" && debug !== "false" ? this.surroundings.debugSink : undefined;
       const tuning = tuningFromEnv(this.surroundings.env);
       const { UserGroupsClient } = httpClient();
       client = new UserGroupsClient({
@@ -98,7 +100,9 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
         allowInsecureHttp,
         retry: tuning.retry,
         timeouts: tuning.timeouts,
-        log: debug && debug !== "0" && debug !== "false" ? this.surroundings.debugSink : undefined,
+        log,
+        // The key's budget, shared with every process that uses it (rate-budget-stores.ts).
+        rateBudget: rateBudgetFromEnv(this.surroundings.env, baseUrl, apiKey, log),
       });
       this.clients.set(cacheKey, client);
     }

@@ -18,6 +18,8 @@ export default function setup(project: TestProject): void {
   if (!binDir) throw new Error("scripts/ensure-pulumi printed no bin directory");
   process.env.PATH = `${binDir}${path.delimiter}${process.env.PATH ?? ""}`;
   process.env.PULUMI_SKIP_UPDATE_CHECK = "true";
+  // The fake server is unthrottled unless a test says otherwise: no rate budget (180/60 by default) unless a test sets one.
+  process.env.USER_GROUPS_RATE_LIMIT ??= "off";
   project.provide("pulumiBinDir", binDir);
 }
 

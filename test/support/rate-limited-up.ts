@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { destroyUserGroups, provisionUserGroups } from "../../provider/automation/index.js";
 import { startFakeServer } from "../../fake-server/index.js";
+import { RATE_BUDGET_ENV } from "../../provider/client/rate-budget-stores.js";
 
 export interface RateLimitRun {
   readonly requests: number;
@@ -47,7 +48,13 @@ export async function measureRateLimitedUp(run: RateLimitRun): Promise<RateLimit
     stack: "bench",
     workDir: dir,
     passphrase: "bench-passphrase",
-    envVars: { USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY, PULUMI_HOME: path.join(dir, ".pulumi-home") },
+    // The provider's budget at the server's limit (the test suite turns it off elsewhere).
+    envVars: {
+      USER_GROUPS_BASE_URL: server.url,
+      USER_GROUPS_API_KEY: KEY,
+      PULUMI_HOME: path.join(dir, ".pulumi-home"),
+      [RATE_BUDGET_ENV.limit]: `${run.requests}/${run.windowSeconds}`,
+    },
   };
   try {
     const groups = Array.from({ length: run.groups }, (_, i) => ({ name: `Bench ${i}`, userGroupId: `bench-${i}`, mapping: { s: "dw" } }));
