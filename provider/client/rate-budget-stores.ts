@@ -4,6 +4,7 @@
 // automation layer sets from the stack's backend: automation/rate-budget-env.ts).
 import path from "node:path";
 import { FileSlotStore } from "./rate-budget-file";
+import { PostgresSlotStore } from "./rate-budget-postgres";
 import { budgetIdOf, InProcessSlotStore, PacedRateBudget, parseRateLimit, type RateBudget, type SlotStore, slotIntervalMs } from "./rate-budget";
 import { UserGroupsError } from "../wire/errors";
 
@@ -27,7 +28,6 @@ export class InvalidRateBudgetStoreError extends UserGroupsError {
 export function slotStoreFor(location: string | undefined, table: string | undefined): SlotStore {
   if (location === undefined || location.trim() === "") return new InProcessSlotStore();
   if (/^postgres(ql)?:\/\//i.test(location)) {
-    const { PostgresSlotStore } = require("./rate-budget-postgres") as typeof import("./rate-budget-postgres");
     return new PostgresSlotStore(location, table || undefined);
   }
   if (location.startsWith("file://")) {
