@@ -6,6 +6,8 @@ import path from "node:path";
 import { describeTrial, runCrashBench } from "../test/support/crash-trials.js";
 
 async function main(): Promise<void> {
+  // The fake server here is unthrottled: no rate budget (the provider's default is the real service's 180/60).
+  process.env.USER_GROUPS_RATE_LIMIT ??= "off";
   const trials = Number(process.env["BENCH_TRIALS"] ?? "20");
   const groups = Number(process.env["BENCH_GROUPS"] ?? "15");
   if (!Number.isInteger(trials) || trials < 1 || !Number.isInteger(groups) || groups < 2) throw new Error("BENCH_TRIALS must be >= 1 and BENCH_GROUPS >= 2");

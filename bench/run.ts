@@ -112,6 +112,8 @@ function machine(load: Machine["load"]): Machine {
 }
 
 async function main(): Promise<void> {
+  // The fake server here is unthrottled: no rate budget (the provider's default is the real service's 180/60).
+  process.env.USER_GROUPS_RATE_LIMIT ??= "off";
   const settings = settingsFrom(process.argv.slice(2), process.env);
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
   const load: Record<string, [number, number]> = {};

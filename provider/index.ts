@@ -9,6 +9,7 @@ export { ImportNotSupportedError, type InputMembers, UserGroup, type UserGroupAr
 export type { ClientOptions, Timeouts } from "./client/http-client";
 export { type ApiErrorDetails, type FailureKind, UserGroupApiError } from "./client/errors";
 export type { Pacer, PacerClock, PacerOptions, PacerState } from "./client/pacer";
+export type { RateBudget } from "./client/rate-budget";
 export type { AttemptOutcome, RetryPolicy } from "./client/retry-policy";
 export { UserGroupExistsError } from "./logic/operations";
 export { MissingCredentialsError } from "./logic/credentials";
