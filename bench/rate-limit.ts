@@ -7,9 +7,11 @@
 //   over K stacks run at once through provisionUserGroups, every stack with the
 //   same key on one file backend, so their provider processes share the key's
 //   budget: wall time, its ratio to N/R minutes, requests sent, 429s.
-//     npm run bench:rate-limit -- --shared [--quick] [--n 10000] [--rate 180] [--stacks 4] [--skip-checkpoints] [--out DIR]
+//     npm run bench:rate-limit -- --shared [--quick] [--n 10000] [--rate 180] [--stacks 4] [--skip-checkpoints] [--unshared | --no-budget] [--out DIR]
+//   The comparisons: --unshared, each provider process with a budget of its own; --no-budget, no
+//   budget at all (USER_GROUPS_RATE_LIMIT=off: only the 429 reaction, as before the budget).
 //   Full: N=10,000, R=180, K=4 (about an hour), written to docs/bench/rate-budget.{json,md}.
-//   Quick: N=300, R=600, K=4 (about half a minute of pacing), written to .work/bench-quick/.
+//   Quick: N=500, R=400, K=4 (about 80 s of pacing), written to .work/bench-quick/.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -29,6 +31,8 @@ export interface SharedBudgetRun {
   readonly stacks: number;
   /** PULUMI_SKIP_CHECKPOINTS for the stacks (the engine's own cost at thousands of groups per stack). */
   readonly skipCheckpoints: boolean;
+  /** The comparisons: each provider process with a budget of its own (every one assumes the whole allowance), or none at all. */
+  readonly budget?: BudgetMode;
   readonly workRoot: string;
 }
 
@@ -37,6 +41,7 @@ export interface SharedBudgetResult {
   readonly ratePerMinute: number;
   readonly stacks: number;
   readonly skipCheckpoints: boolean;
+  readonly budget: BudgetMode;
   readonly created: number;
   /** From the start of the runs to the end of the last. */
   readonly wallSeconds: number;
@@ -58,6 +63,15 @@ export interface SharedBudgetResult {
 
 const KEY = "bench-shared-budget-key-0001";
 
+/** shared: the key's one budget in the backend; per-process: a budget per provider process; off: none (the 429 reaction alone). */
+export type BudgetMode = "shared" | "per-process" | "off";
+
+const BUDGET_WORDS: Record<BudgetMode, (stacks: number) => string> = {
+  shared: (stacks) => `shared by the ${stacks} stacks' provider processes through their file backend's ledger.`,
+  "per-process": (stacks) => `NOT shared (the comparison): each of the ${stacks} stacks' provider processes assumes the whole allowance.`,
+  off: () => "turned off (the comparison, USER_GROUPS_RATE_LIMIT=off): only the 429 reaction paces the requests.",
+};
+
 export async function measureSharedBudget(run: SharedBudgetRun): Promise<SharedBudgetResult> {
   mkdirSync(run.workRoot, { recursive: true });
   const dir = mkdtempSync(path.join(run.workRoot, "rate-budget-"));
@@ -70,8 +84,10 @@ export async function measureSharedBudget(run: SharedBudgetRun): Promise<SharedB
     USER_GROUPS_BASE_URL: server.url,
     USER_GROUPS_API_KEY: KEY,
     PULUMI_HOME: path.join(dir, ".pulumi-home"),
-    [RATE_BUDGET_ENV.limit]: `${run.ratePerMinute}/60`,
+    [RATE_BUDGET_ENV.limit]: run.budget === "off" ? "off" : `${run.ratePerMinute}/60`,
     ...(run.skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {}),
+    // Empty: no shared store, each process paces alone.
+    ...(run.budget === "per-process" ? { [RATE_BUDGET_ENV.store]: "" } : {}),
   };
   try {
     const startedAt = new Date().toISOString();
@@ -97,6 +113,7 @@ export async function measureSharedBudget(run: SharedBudgetRun): Promise<SharedB
       ratePerMinute: run.ratePerMinute,
       stacks: run.stacks,
       skipCheckpoints: run.skipCheckpoints,
+      budget: run.budget ?? "shared",
       created: results.reduce((sum, r) => sum + r.summary.create, 0),
       wallSeconds,
       idealSeconds,
@@ -123,8 +140,8 @@ export function sharedBudgetMarkdown(result: SharedBudgetResult): string {
     "",
     `Measured ${result.startedAt} (\`npm run bench:rate-limit -- --shared\`), ${result.machine.cpus} cores, load average at the end ${result.machine.loadAverage.join(", ")}.`,
     `The fake server limits the key to ${result.ratePerMinute} requests per 60 s (fixed windows, 429s counted too); the provider's budget`,
-    `is ${result.ratePerMinute}/60 less ${Math.round((1 - RATE_SAFETY) * 100)}% (${result.budgetPerMinute.toFixed(1)} per minute), shared by the ${result.stacks} stacks' provider processes`,
-    `through their file backend's ledger.${result.skipCheckpoints ? " The stacks ran with PULUMI_SKIP_CHECKPOINTS=true (the engine's own cost of rewriting thousands of groups' state after every step would otherwise compete for the CPU)." : ""}`,
+    `is ${result.ratePerMinute}/60 less ${Math.round((1 - RATE_SAFETY) * 100)}% (${result.budgetPerMinute.toFixed(1)} per minute),`,
+    `${BUDGET_WORDS[result.budget](result.stacks)}${result.skipCheckpoints ? " The stacks ran with PULUMI_SKIP_CHECKPOINTS=true (the engine's own cost of rewriting thousands of groups' state after every step would otherwise compete for the CPU)." : ""}`,
     "",
     "| groups | stacks | rate (per min) | created | wall time | N / R | ratio | requests sent | 429s | other failures | admitted per min |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -146,17 +163,19 @@ async function shared(args: readonly string[]): Promise<void> {
     return value;
   };
   const run: SharedBudgetRun = {
-    groups: number("--n", quick ? 300 : 10_000),
-    ratePerMinute: number("--rate", quick ? 600 : 180),
+    groups: number("--n", quick ? 500 : 10_000),
+    ratePerMinute: number("--rate", quick ? 400 : 180),
     stacks: number("--stacks", 4),
     skipCheckpoints: args.includes("--skip-checkpoints"),
+    budget: args.includes("--no-budget") ? "off" : args.includes("--unshared") ? "per-process" : "shared",
     workRoot: path.join(REPO_ROOT, ".work"),
   };
   const out = argValue(args, "--out") ?? (quick ? path.join(REPO_ROOT, ".work", "bench-quick") : path.join(REPO_ROOT, "docs", "bench"));
   const result = await measureSharedBudget(run);
   mkdirSync(out, { recursive: true });
-  writeFileSync(path.join(out, "rate-budget.json"), `${JSON.stringify(result, null, 2)}\n`);
-  writeFileSync(path.join(out, "rate-budget.md"), sharedBudgetMarkdown(result));
+  const name = run.budget === "off" ? "rate-budget-none" : run.budget === "per-process" ? "rate-budget-unshared" : "rate-budget";
+  writeFileSync(path.join(out, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(path.join(out, `${name}.md`), sharedBudgetMarkdown(result));
   console.log(sharedBudgetMarkdown(result));
 }
 
