@@ -31,7 +31,14 @@ export class PostgresSlotStore implements SlotStore {
     if (this.client) return Promise.resolve(this.client);
     this.connecting ??= (async () => {
       const { Client } = await import("pg");
-      const client = new Client({ connectionString: this.connectionString, application_name: "pulumi-user-groups rate budget", keepAlive: true });
+      // A database that hangs must not hang every request: the budget then paces the process alone (rate-budget.ts).
+      const client = new Client({
+        connectionString: this.connectionString,
+        application_name: "pulumi-user-groups rate budget",
+        keepAlive: true,
+        connectionTimeoutMillis: 10_000,
+        query_timeout: 10_000,
+      });
       const dropped = () => {
         if (this.client === client) this.client = undefined;
       };
