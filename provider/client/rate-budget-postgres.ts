@@ -5,7 +5,7 @@
 // requests correctly. Connects with the connection string it is given (no
 // password in it: PGPASSWORD carries that, as for Pulumi's own driver) and
 // never shows a driver's message.
-import { MAX_AHEAD_MS, MAX_HOLD_MS, type SlotStore } from "./rate-budget";
+import { errorCode, MAX_AHEAD_MS, MAX_HOLD_MS, type SlotStore } from "./rate-budget";
 import { UserGroupsError } from "../wire/errors";
 
 const SQL_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
@@ -50,7 +50,7 @@ export class PostgresSlotStore implements SlotStore {
       } catch (error) {
         await client.end().catch(() => undefined);
         // The driver's message may quote the connection: only its code travels.
-        throw new UserGroupsError("rate_budget_unreachable", `Cannot use the PostgreSQL backend for the rate budget (${codeOf(error)})`);
+        throw new UserGroupsError("rate_budget_unreachable", `Cannot use the PostgreSQL backend for the rate budget (${errorCode(error)})`);
       }
       this.client = client;
       return client;
@@ -108,9 +108,4 @@ export class PostgresSlotStore implements SlotStore {
     this.client = undefined;
     await client?.end().catch(() => undefined);
   }
-}
-
-function codeOf(error: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && /^[\w.-]{1,40}$/.test(code) ? code : error instanceof Error ? error.name : "error";
 }

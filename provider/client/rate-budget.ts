@@ -169,7 +169,7 @@ export class PacedRateBudget implements RateBudget {
 }
 
 /** A store error's code or class, never its message (a driver's message may quote a connection string). */
-function errorCode(error: unknown): string {
+export function errorCode(error: unknown): string {
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code === "string" && /^[\w.-]{1,40}$/.test(code)) return code;
   return error instanceof Error ? error.name : "error";
