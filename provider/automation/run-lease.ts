@@ -222,7 +222,7 @@ export function stackPath(stack: string, project: string): { org?: string; proje
 // ---------------------------------------------------------------- file backend
 
 /** Writes a file (mode 0600) through a temporary name; `exclusive` publishes it only if `file` does not exist yet. */
-function writePrivate(file: string, text: string, exclusive: boolean): boolean {
+export function writePrivate(file: string, text: string, exclusive: boolean): boolean {
   const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
   const fd = openSync(temporary, "wx", 0o600);
   try {
@@ -246,7 +246,7 @@ function writePrivate(file: string, text: string, exclusive: boolean): boolean {
   }
 }
 
-function privateDirs(root: string, dir: string): void {
+export function privateDirs(root: string, dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Every level we made or own, from the backend down: 0700 (mkdir's mode is masked by the umask).
   for (let at = dir; at.startsWith(root) && at !== path.dirname(root); at = path.dirname(at)) {
@@ -382,7 +382,7 @@ export function postgresTarget(backendUrl: string): { connectionString: string; 
 }
 
 /** A driver's message with the URL's password (if it ever showed) taken out. */
-function withoutSecret(message: string, connectionString: string): string {
+export function withoutSecret(message: string, connectionString: string): string {
   const password = decodeURIComponent(new URL(connectionString).password);
   return password.length > 0 ? message.split(password).join("****") : message;
 }
