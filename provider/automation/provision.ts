@@ -16,9 +16,12 @@ import { scrubSecrets, scrubText, secretValuesOf, setStackConfig } from "./stack
 import { assertValidStackName } from "./stack-name";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 import { engineBackendEnv, withoutCredentials } from "./backend-url";
+import { fileBackendDir } from "./stale-lock";
+import { removeLingeringTornSidecars } from "./torn-sidecars";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
 import { type LeaseStore, leaseStoreFor, type RunLease } from "./run-lease";
 import { type TakeoverReport, underRunLease } from "./takeover";
+import { assertUserStackName } from "./shard-directory";
 import { assertShardDeletionsAllowed, eachLimited, mergeRunResults, shardConcurrency, ShardedStack, type ShardPart } from "./shards";
 import { UserGroupsError } from "../wire/errors";
 
@@ -418,11 +421,20 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
     },
   };
   try {
-    const stack = open.mustExist
-      ? await LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
-          throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
-        })
-      : await selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
+    const select = () =>
+      open.mustExist
+        ? LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
+            throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
+          })
+        : selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
+    const stack = await select().catch(async (error: unknown) => {
+      // A run killed inside a checkpoint write can leave the stack file's sidecar torn, and then not even
+      // `stack select` works, so no takeover could begin: a sidecar that stays torn is its dead writer's.
+      const backendDir = fileBackendDir(workspace.backendUrl);
+      if (backendDir === undefined || !(error instanceof Error) || !/failed to load checkpoint/.test(error.message)) throw error;
+      if ((await removeLingeringTornSidecars(backendDir, PROJECT_NAME, options.stack)).length === 0) throw error;
+      return select();
+    });
     if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
     // A new stack's salt is kept at once, not only when the run ends (the process may not live that long).
     runDir.saveSettings();
@@ -570,6 +582,7 @@ export async function exportIfExists(options: RunOptions): Promise<Deployment | 
 
 /** Opens the shards of the stack of these options (shard-directory.ts). */
 export async function openShards(options: RunOptions): Promise<ShardedStack> {
+  assertUserStackName(options.stack); // before the work directory is made
   return ShardedStack.open(options, workspaceOf(options).backendUrl, () => rootHeld(options));
 }
 

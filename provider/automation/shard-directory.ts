@@ -333,7 +333,7 @@ export class PostgresShardDirectory implements ShardDirectory {
     const client = await this.connection();
     await client.query("BEGIN");
     try {
-      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`user-groups shards\u0000${this.stackKey}`]);
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`user-groups shards/${this.stackKey}`]);
       const result = await work(client);
       await client.query("COMMIT");
       return result;

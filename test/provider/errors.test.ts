@@ -33,6 +33,8 @@ const instances: Record<string, Error> = {
   FleetEnsureError: new automation.FleetEnsureError([{ status: "rejected", reason: cause }]),
   FleetStackError: new automation.FleetStackError("dev", "up"),
   InvalidStackNameError: new automation.InvalidStackNameError(".."),
+  ReservedStackNameError: new automation.ReservedStackNameError("prod.shard-1"),
+  ShardNameError: new automation.ShardNameError("p"),
   UntrustedWorkspaceError: new automation.UntrustedWorkspaceError("/w/node_modules/x", "/pkg"),
   StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
   RunFailedError: new automation.RunFailedError("up", "dev", ["default.acme: already exists"], { cause }),
