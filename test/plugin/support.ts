@@ -4,7 +4,7 @@
 // its own with a private PULUMI_HOME, as a user would.
 import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inject } from "vitest";
@@ -50,7 +50,9 @@ function tarballKey(): string {
  * once per content (test files running side by side wait for one another).
  */
 export function pluginTarball(): string {
-  const dir = path.join(REPO_ROOT, ".work", "plugin-tarball", tarballKey());
+  const cache = path.join(REPO_ROOT, ".work", "plugin-tarball");
+  const key = tarballKey();
+  const dir = path.join(cache, key);
   mkdirSync(dir, { recursive: true });
   const find = () => readdirSync(dir).find((file) => file.endsWith(".tar.gz"));
   if (find() === undefined) {
@@ -62,6 +64,8 @@ export function pluginTarball(): string {
   }
   const file = find();
   if (file === undefined) throw new Error(`no plugin tarball in ${dir}`);
+  // Tarballs of earlier builds (about 10 MB each) are not needed again.
+  for (const other of readdirSync(cache)) if (other !== key) rmSync(path.join(cache, other), { recursive: true, force: true });
   return path.join(dir, file);
 }
 

@@ -3,7 +3,7 @@
 // host of ours, no Node.js program), the YAML host built from the Go module
 // proxy, credentials in stack config (the key as a secret, through stdin),
 // against the fake server. Then Pulumi's `import:` option on the plugin.
-import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
@@ -92,6 +92,46 @@ describe("a Pulumi YAML program on the installed user-groups plugin", { timeout:
 
   it("destroys every group it manages, the imported one too", async () => {
     await env.pulumi(["destroy", "--yes", "--skip-preview"]);
+    expect(server.groups()).toEqual([]);
+  });
+
+  it("takes credentials from an explicit provider, and a profile's from structured config", async () => {
+    const program = path.join(env.workDir, "..", "providers");
+    mkdirSync(program);
+    writeFileSync(
+      path.join(program, "Pulumi.yaml"),
+      `name: providers
+runtime: yaml
+config:
+  key:
+    type: string
+    secret: true
+resources:
+  explicit:
+    type: pulumi:providers:user-groups
+    properties:
+      baseUrl: ${server.url}
+      apiKey: \${key}
+  viaExplicit:
+    type: user-groups:index:UserGroup
+    properties: { name: Explicit, userGroupId: explicit }
+    options:
+      provider: \${explicit}
+  viaProfile:
+    type: user-groups:index:UserGroup
+    properties: { name: Profiled, userGroupId: profiled, profile: billing }
+`,
+    );
+    const inProgram = { cwd: program };
+    await env.pulumi(["stack", "init", "providers"], inProgram);
+    await env.pulumi(["config", "set", "--secret", "key"], { ...inProgram, input: KEY });
+    await env.pulumi(["config", "set", "--path", "user-groups:profiles.billing.baseUrl", server.url], inProgram);
+    await env.pulumi(["config", "set", "--path", "--secret", "user-groups:profiles.billing.apiKey"], { ...inProgram, input: KEY });
+    await env.pulumi(["up", "--yes", "--skip-preview"], inProgram);
+    expect(server.groups().map((stored) => stored.user_group_id).sort()).toEqual(["explicit", "profiled"]);
+    const state = readFileSync(path.join(env.backendDir, ".pulumi", "stacks", "providers", "providers.json"), "utf8");
+    expect(state).not.toContain(KEY);
+    await env.pulumi(["destroy", "--yes", "--skip-preview"], inProgram);
     expect(server.groups()).toEqual([]);
   });
 });
