@@ -2,8 +2,9 @@
 // installed in PULUMI_HOME): a YAML program runs on it, and SDKs for the other
 // Pulumi languages are generated from its schema with `pulumi package gen-sdk`:
 // the Go SDK (and a program using it) compiles with `go build`; the Python SDK
-// is written and byte-compiles. scripts/ensure-sdkgen-hosts says why the
-// language hosts that generate are our own build.
+// is written and byte-compiles; the .NET SDK is written (no .NET toolchain here
+// to compile it). scripts/ensure-sdkgen-hosts says why the language hosts that
+// generate are our own build.
 import { execFile, execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -105,5 +106,15 @@ func main() {
     const pkg = path.join(env.workDir, "sdk", "python", "pulumi_user_groups");
     expect(readFileSync(path.join(pkg, "user_group.py"), "utf8")).toContain(INPUT_DESCRIPTIONS.rotationTrigger);
     await run("python3", ["-m", "compileall", "-q", pkg]);
+  });
+
+  it("the .NET SDK is written, without going to the network for its logo", async () => {
+    await env.pulumi(["package", "gen-sdk", plugin, "--language", "dotnet", "--out", "sdk"]);
+    const sdk = path.join(env.workDir, "sdk", "dotnet");
+    const source = readFileSync(path.join(sdk, "UserGroup.cs"), "utf8");
+    expect(source).toContain("namespace PulumiUserGroups.UserGroups");
+    expect(source).toContain(`/// ${INPUT_DESCRIPTIONS.userGroupId}`);
+    expect(existsSync(path.join(sdk, "PulumiUserGroups.UserGroups.csproj"))).toBe(true);
+    expect(readFileSync(path.join(sdk, "logo.png")).subarray(1, 4).toString()).toBe("PNG");
   });
 });
