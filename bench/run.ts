@@ -17,7 +17,9 @@
 //            unchanged preview, drift, destroy against both floors, peak memory of
 //            the engine and providers, the fleet (ensureMany, one ensure against a
 //            fleet of 300, list), crash trials at up to 3,000 (bench/scale.ts);
-//            scale.{json,md} and perf-scale.svg
+//            scale.{json,md} and perf-scale.svg. The floors run without a checkpoint
+//            per step (linear); BENCH_SCALE_FLOOR_CHECKPOINTS=1 keeps them (quadratic:
+//            hours at 10,000)
 // Quick mode (--quick or BENCH_QUICK=1) takes about two minutes; the full mode
 // (N up to 1000) much longer. Results go to results.json and results.md in the
 // output directory (default: docs/bench/ in full mode, .work/bench-quick/ in
@@ -199,7 +201,8 @@ async function main(): Promise<void> {
     const crashNs = ns.filter((n) => n <= 3000);
     log(`\n# scale: N = ${ns.join(", ")}: CLI operations against both floors, the fleet (one ensure against a fleet of 300), crash trials at N = ${crashNs.join(", ")}`);
     const before = load1();
-    const scale = await measureScale({ ns, crashNs, ensureReps: settings.quick ? 3 : 5, workRoot: path.join(REPO_ROOT, ".work", "bench-scale"), repoRoot: REPO_ROOT, log });
+    const floorCheckpoints = process.env["BENCH_SCALE_FLOOR_CHECKPOINTS"] === "1";
+    const scale = await measureScale({ ns, crashNs, ensureReps: settings.quick ? 3 : 5, floorCheckpoints, workRoot: path.join(REPO_ROOT, ".work", "bench-scale"), repoRoot: REPO_ROOT, log });
     load["scale"] = [before, load1()];
     const markdown = scaleMarkdown(scale);
     log(markdown);

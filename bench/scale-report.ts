@@ -116,7 +116,7 @@ function memoryTable(results: ScaleResults): string[] {
     );
   });
   return [
-    "| kind | N | engine peak during up, MiB | engine processes | provider peak during up, MiB | provider processes | engine peak, any operation | provider peak, any operation |",
+    "| kind | N | engine peak during up, MiB | engine processes seen | provider peak during up, MiB | provider processes seen | engine peak, any operation | provider peak, any operation |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
   ];
@@ -151,7 +151,7 @@ function crashTable(results: ScaleResults): string[] {
       `${fixed(t.recoverSeconds, 1)} | ${t.pending} / ${t.adopted} | ${t.removedLocks} / ${t.repairedFiles} | ${t.problems.length === 0 && t.killed ? "yes" : t.problems.join("; ") || "no kill"} |`,
   );
   return [
-    "| trial | N | groups on the server at the kill | once the killed run stopped | killed processes / outlived the group kill | recover, s | pending / adopted | stale locks removed / torn files repaired | consistent |",
+    "| trial | N | groups on the server at the kill | when recovery started | killed processes / outlived the group kill | recover, s | pending / adopted | stale locks removed / torn files repaired | consistent |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
   ];
@@ -186,14 +186,17 @@ export function scaleMarkdown(results: ScaleResults): string {
     "",
     "### CLI operations against the two floors",
     "",
-    "One fresh file backend per kind and N, the unthrottled emulator; seconds of one run each. The growth column divides the time at N by the time at the smallest N (linear with no fixed part: equal to the N ratio). Judge by the shaped floor.",
+    "One fresh file backend per kind and N, the unthrottled emulator; seconds of one run each. The growth column divides the time at N by the time at the smallest N (linear with no fixed part: equal to the N ratio). Judge by the shaped floor. " +
+      (results.floorCheckpoints
+        ? "The floors ran in one stack with Pulumi's checkpoint after every step, as a stack of ours does."
+        : "The floors ran in one stack with `PULUMI_SKIP_CHECKPOINTS=true`: the engine's own linear cost of N resources in one run, with no state write per step (with them one stack costs the square of N)."),
     "",
     ...cliTable(results),
     ...floorGrowthTable(results),
     "",
     "### Peak resident memory (VmHWM)",
     "",
-    "Largest single process of each kind; a sharded run starts several engines and providers (counted).",
+    "Largest single process of each kind, during the up and during any of the four operations; the processes seen during the up are counted (a sharded run starts several engines and providers; a run may also start a provider more than once).",
     "",
     ...memoryTable(results),
     "",
@@ -214,7 +217,7 @@ export function scaleMarkdown(results: ScaleResults): string {
 }
 
 const COLORS: Record<ScaleOperation, string> = { up: "#1f77b4", "preview-unchanged": "#2ca02c", drift: "#9467bd", destroy: "#d62728" };
-const CHART_NAMES: Record<ScaleOperation, string> = { up: "up", "preview-unchanged": "preview, unchanged", drift: "drift", destroy: "destroy" };
+const CHART_NAMES: Record<ScaleOperation, string> = { up: "up", "preview-unchanged": "preview, same", drift: "drift", destroy: "destroy" };
 
 /** Milliseconds per group against N: a flat line is a linear cost. */
 export function scaleChart(results: ScaleResults): string {

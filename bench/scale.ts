@@ -106,6 +106,8 @@ export interface ScaleResults {
   readonly crash: readonly CrashScaleTrial[];
   /** Injected latency per create during the crash trials, ms. */
   readonly crashDelayMs: number;
+  /** Whether the floors ran with Pulumi's checkpoint after every step (false: PULUMI_SKIP_CHECKPOINTS, see ScaleSettings). */
+  readonly floorCheckpoints: boolean;
 }
 
 export interface ScaleSettings {
@@ -113,6 +115,14 @@ export interface ScaleSettings {
   readonly crashNs: readonly number[];
   /** Sequential single ensures per fleet size. */
   readonly ensureReps: number;
+  /**
+   * Run the floors with Pulumi's checkpoint after every step, as a stack of ours runs.
+   * Off by default: one stack with checkpoints costs the square of N (61 s for an up of
+   * 1,000 no-op resources, docs/performance.md), about two hours at 10,000 per floor and
+   * operation. Without them the floor is the engine's own linear cost of N resources in
+   * one run, with no state write per step: the least any layout could cost.
+   */
+  readonly floorCheckpoints: boolean;
   readonly workRoot: string;
   readonly repoRoot: string;
   readonly log: (line: string) => void;
@@ -225,12 +235,20 @@ async function oursAt(n: number, server: ServerThread, workRoot: string): Promis
 }
 
 /** A floor's stack: an inline program through the Automation API, as ours runs, on its own file backend. */
-async function floorAt(kind: FloorKind, n: number, server: ServerThread, workRoot: string): Promise<CliRun> {
+async function floorAt(kind: FloorKind, n: number, checkpoints: boolean, server: ServerThread, workRoot: string): Promise<CliRun> {
   const { dir, options } = freshStack(workRoot, `${kind}-${n}`, server);
   try {
     const stack: Stack = await LocalWorkspace.createOrSelectStack(
       { stackName: options.stack, projectName: "user-groups-floor", program: declareFloor(kind, scaleGroups("g", n)) },
-      { workDir: options.workDir!, envVars: { ...options.envVars, PULUMI_BACKEND_URL: options.backendUrl!, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE } },
+      {
+        workDir: options.workDir!,
+        envVars: {
+          ...options.envVars,
+          PULUMI_BACKEND_URL: options.backendUrl!,
+          PULUMI_CONFIG_PASSPHRASE: PASSPHRASE,
+          ...(checkpoints ? {} : { PULUMI_SKIP_CHECKPOINTS: "true" }),
+        },
+      },
     );
     // The engine counts the stack's own resource too.
     const counted = (want: string, summary: Record<string, number> | undefined): string | undefined =>
@@ -428,7 +446,7 @@ export async function measureScale(settings: ScaleSettings): Promise<ScaleResult
     for (const [index, n] of settings.ns.entries()) {
       // Reversed on every other N: a load change on the machine hits every kind alike.
       for (const kind of index % 2 === 0 ? SCALE_KINDS : [...SCALE_KINDS].reverse()) {
-        const run = kind === "ours" ? await oursAt(n, server, root) : await floorAt(kind, n, server, root);
+        const run = kind === "ours" ? await oursAt(n, server, root) : await floorAt(kind, n, settings.floorCheckpoints, server, root);
         cli.push(run);
         log(
           `  ${kind.padEnd(12)} N=${String(n).padStart(5)} ` +
@@ -450,7 +468,7 @@ export async function measureScale(settings: ScaleSettings): Promise<ScaleResult
           `${trial.problems.length === 0 ? "consistent" : `PROBLEMS: ${trial.problems.join("; ")}`}`,
       );
     }
-    return { ns: settings.ns, cli, fleet: fleet.filter((f) => settings.ns.includes(f.n)), fleetBaseline, crash, crashDelayMs: CRASH_DELAY_MS };
+    return { ns: settings.ns, cli, fleet: fleet.filter((f) => settings.ns.includes(f.n)), fleetBaseline, crash, crashDelayMs: CRASH_DELAY_MS, floorCheckpoints: settings.floorCheckpoints };
   } finally {
     await server.close();
     rmSync(root, { recursive: true, force: true });
