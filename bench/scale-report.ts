@@ -219,11 +219,11 @@ export function scaleMarkdown(results: ScaleResults): string {
 const COLORS: Record<ScaleOperation, string> = { up: "#1f77b4", "preview-unchanged": "#2ca02c", drift: "#9467bd", destroy: "#d62728" };
 const CHART_NAMES: Record<ScaleOperation, string> = { up: "up", "preview-unchanged": "preview, same", drift: "drift", destroy: "destroy" };
 
-/** Milliseconds per group against N: a flat line is a linear cost. */
-export function scaleChart(results: ScaleResults): string {
+/** Milliseconds per group against N: a flat line is a linear cost. A quick run says so in the title. */
+export function scaleChart(results: ScaleResults, mode: "quick" | "full" = "full"): string {
   const perGroup = (points: ReadonlyArray<readonly [number, number]>) => growth(points).map((r) => [r.n, r.msPerGroup] as const);
   return lineChart({
-    title: "Cost per group against N (flat: linear)",
+    title: `Cost per group against N (flat: linear)${mode === "quick" ? ", QUICK RUN" : ""}`,
     xLabel: "N groups (log scale)",
     yLabel: "wall time per group, ms",
     series: [

@@ -18,7 +18,7 @@
 //          nothing else on the server
 // The report (tables, ratios, chart) is bench/scale-report.ts.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
@@ -330,14 +330,26 @@ function startCliUp(repoRoot: string, groupsFile: string, backendUrl: string, en
   });
 }
 
-async function crashAt(n: number, server: ServerThread, workRoot: string, repoRoot: string): Promise<CrashScaleTrial> {
+/** The first lines of an error (the engine's messages run long), at most 1,000 characters. */
+function errorText(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n").slice(0, 6).join(" ").slice(0, 1000);
+}
+
+/**
+ * One crash trial. A trial with problems keeps its directory (state, work directory,
+ * groups file) in `keepRoot` for a look afterwards; a consistent one is removed.
+ */
+export async function crashAt(n: number, server: ServerThread, workRoot: string, repoRoot: string, keepRoot: string, log: (line: string) => void): Promise<CrashScaleTrial> {
   const { dir, options } = freshStack(workRoot, `crash-${n}`, server);
   const groups = scaleGroups("c", n);
   // The command's work directory is .user-groups next to the groups file; recovery uses the same.
   const groupsFile = path.join(dir, "program", "groups.json");
   writeFileSync(groupsFile, JSON.stringify({ groups }));
   const recoverOptions = { ...options, workDir: path.join(dir, "program", ".user-groups") };
+  // What the trial has learned so far: a stage that fails keeps the figures of the ones before it.
+  const trial: { -readonly [K in keyof CrashScaleTrial]: CrashScaleTrial[K] } = { ...emptyTrial(n), problems: [] };
   const problems: string[] = [];
+  let stage = "the up";
   await admin(server, "POST", "reset");
   await admin(server, "POST", "faults", {
     rules: [
@@ -356,22 +368,30 @@ async function crashAt(n: number, server: ServerThread, workRoot: string, repoRo
     const reached = await waitForCondition(async () => (await count()) >= half, exited, 30 * 60_000);
     if (!reached) {
       await exited;
-      await admin(server, "DELETE", "faults");
-      return { ...emptyTrial(n), problems: [`the up ended before ${half} groups existed (exit ${up.exitCode}): ${stderr.slice(-500)}`] };
+      problems.push(`the up ended before ${half} groups existed (exit ${up.exitCode}): ${stderr.slice(-500)}`);
+      return { ...trial, problems };
     }
     const tree = descendantsOf(up.pid!);
-    const createdAtKill = await count();
-    const killAfterSeconds = secondsSince(started);
+    trial.createdAtKill = await count();
+    trial.killAfterSeconds = secondsSince(started);
     process.kill(-up.pid!, "SIGKILL");
     await exited;
-    const outlived = tree.filter((pid) => isRunning(pid) && !/(^|\/)pulumi /.test(commandLine(pid))).length;
+    trial.killed = true;
+    trial.killedTree = tree.length + 1;
+    trial.outlived = tree.filter((pid) => isRunning(pid) && !/(^|\/)pulumi /.test(commandLine(pid))).length;
     await admin(server, "DELETE", "faults");
-    const createdBeforeRecover = await count();
+    trial.createdBeforeRecover = await count();
 
+    stage = "recoverStack";
     let start = performance.now();
     const report = await recoverStack({ ...recoverOptions, groups });
-    const recoverSeconds = secondsSince(start);
+    trial.recoverSeconds = secondsSince(start);
+    trial.adopted = report.adopted.length;
+    trial.pending = report.pending.length;
+    trial.removedLocks = report.removedLocks.length;
+    trial.repairedFiles = report.repairedFiles.length;
 
+    stage = "the checks";
     start = performance.now();
     const held = await serverGroups(server);
     const tokens = new Map(held.map((g) => [g.user_group_id, g.token]));
@@ -390,28 +410,22 @@ async function crashAt(n: number, server: ServerThread, workRoot: string, repoRo
     // ... and the state's tokens and names are the server's.
     const drift = await detectDrift(recoverOptions);
     if (!drift.inSync || drift.checked !== n) problems.push(`drift after recovery: ${drift.drift.length} drifted of ${drift.checked} checked`);
-    return {
-      n,
-      killed: true,
-      createdAtKill,
-      createdBeforeRecover,
-      killAfterSeconds,
-      killedTree: tree.length + 1,
-      outlived,
-      recoverSeconds,
-      adopted: report.adopted.length,
-      pending: report.pending.length,
-      removedLocks: report.removedLocks.length,
-      repairedFiles: report.repairedFiles.length,
-      checkSeconds: secondsSince(start),
-      problems,
-    };
+    trial.checkSeconds = secondsSince(start);
+    return { ...trial, problems };
   } catch (error) {
-    return { ...emptyTrial(n), problems: [`the trial failed: ${(error instanceof Error ? error.message : String(error)).split("\n").slice(0, 3).join(" ")}`] };
+    problems.push(`${stage} failed: ${errorText(error)}`);
+    return { ...trial, problems };
   } finally {
     if (up.exitCode === null && up.signalCode === null) process.kill(-up.pid!, "SIGKILL");
     await admin(server, "DELETE", "faults").catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    if (problems.length > 0) {
+      mkdirSync(keepRoot, { recursive: true });
+      const kept = path.join(keepRoot, path.basename(dir));
+      renameSync(dir, kept);
+      log(`  crash N=${n}: kept the trial's state and work directory in ${kept}`);
+    } else {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -461,10 +475,10 @@ export async function measureScale(settings: ScaleSettings): Promise<ScaleResult
     const fleetBaseline = fleet.find((f) => f.n === FLEET_BASELINE)!;
     const crash: CrashScaleTrial[] = [];
     for (const n of settings.crashNs) {
-      const trial = await crashAt(n, server, root, settings.repoRoot);
+      const trial = await crashAt(n, server, root, settings.repoRoot, path.join(settings.workRoot, "failed-trials"), log);
       crash.push(trial);
       log(
-        `  crash N=${n}: ${trial.killed ? `killed at ${trial.createdAtKill} created (${trial.killAfterSeconds.toFixed(1)} s in), ${trial.createdBeforeRecover} once it stopped; ${trial.outlived} processes outlived the kill; recover ${trial.recoverSeconds.toFixed(1)} s, ${trial.adopted} adopted` : "not killed"}; ` +
+        `  crash N=${n}: ${trial.killed ? `killed at ${trial.createdAtKill} created (${trial.killAfterSeconds.toFixed(1)} s in), ${trial.createdBeforeRecover} when recovery started; ${trial.outlived} processes outlived the kill; recover ${Number.isFinite(trial.recoverSeconds) ? `${trial.recoverSeconds.toFixed(1)} s, ${trial.adopted} adopted` : "did not finish"}` : "not killed"}; ` +
           `${trial.problems.length === 0 ? "consistent" : `PROBLEMS: ${trial.problems.join("; ")}`}`,
       );
     }
