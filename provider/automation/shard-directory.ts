@@ -17,6 +17,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { UserGroupsError } from "../wire/errors";
+import { backendPlace, BackendUnreachableError } from "./engine-errors";
 import { postgresTarget, privateDirs, processAlive, withoutSecret, writePrivate } from "./run-lease";
 import { fileBackendDir } from "./stale-lock";
 import { assertValidStackName, isValidStackName } from "./stack-name";
@@ -313,7 +314,10 @@ export class PostgresShardDirectory implements ShardDirectory {
         await client.connect();
       } catch (error) {
         this.client = undefined;
-        throw new UserGroupsError("shard_directory_unreachable", `Cannot reach the PostgreSQL backend for the shard directory: ${withoutSecret((error as Error).message, this.target.connectionString)}`);
+        // The same error as Pulumi's own failure to reach the backend, and never its password.
+        const code = (error as { code?: string }).code;
+        const detail = code === "ECONNREFUSED" ? "connection refused" : withoutSecret((error as Error).message, this.target.connectionString);
+        throw new BackendUnreachableError("backend_unreachable", backendPlace(this.target.connectionString), detail);
       }
       for (const statement of [
         `CREATE TABLE IF NOT EXISTS ${this.membersTable} (stack_key TEXT NOT NULL, resource_name TEXT NOT NULL, shard INTEGER NOT NULL, PRIMARY KEY (stack_key, resource_name))`,
