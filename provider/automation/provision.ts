@@ -423,7 +423,8 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
   try {
     const select = () =>
       open.mustExist
-        ? LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
+        ? // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
+          selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
             throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
           })
         : selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
@@ -462,7 +463,7 @@ async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> 
       const lostRace =
         error instanceof StackAlreadyExistsError ||
         isStackLocked(error) ||
-        (error instanceof Error && /failed to create table pulumi_state/.test(error.message));
+        (error instanceof Error && /failed to create table pulumi_state|pg_type_typname_nsp_index/.test(error.message));
       if (!lostRace || attempt >= 6) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 200 * attempt)));
     }
