@@ -10,7 +10,7 @@ import { type CheckedInputs, normalizeInputs } from "../logic/inputs";
 import { UserGroupExistsError } from "../logic/operations";
 import { USER_GROUP_TYPE } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
-import { type FleetGroup, groupsInState } from "./fleet-state";
+import { type FleetGroup, groupsInState, isFleetDeployment } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
 import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
@@ -22,12 +22,12 @@ import {
   type GroupChange,
   type GroupResult,
   type Operation,
+  exportIfExists,
   openShards,
   type RunOptions,
   runError,
   type SelectedStack,
   selectStack,
-  StackNotFoundError,
   withLockWait,
 } from "./provision";
 import { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
@@ -592,19 +592,6 @@ export class FleetStackError extends UserGroupsError {
 
 /** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
-  let selected: SelectedStack;
-  try {
-    selected = await selectStack(options, async () => ({}), { mustExist: true });
-  } catch (error) {
-    if (error instanceof StackNotFoundError) return false;
-    throw runError(error, options);
-  }
-  try {
-    const outputs = await selected.stack.outputs();
-    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
-  } catch (error) {
-    throw runError(error, options);
-  } finally {
-    selected.dispose();
-  }
+  const deployment = await exportIfExists(options);
+  return deployment !== undefined && isFleetDeployment(deployment, FLEET_MARKER_OUTPUT);
 }

@@ -610,9 +610,15 @@ export async function eachShard<T>(
       return result;
     };
     if (parts.length === 1) return [await settle(parts[0]!, guard)];
-    await assertShardDeletionsAllowed(operation, options.stack, parts, guard, (part) => exportIfExists(part.options));
+    // Each shard's state read at most once, for the delete guard and to skip shards that were never made.
+    const states = new Map<number, Promise<Deployment | undefined>>();
+    const stateOf = (part: ShardPart) => {
+      if (!states.has(part.shard)) states.set(part.shard, exportIfExists(part.options));
+      return states.get(part.shard)!;
+    };
+    await assertShardDeletionsAllowed(operation, options.stack, parts, guard, stateOf);
     // A shard made by an earlier run that never got to it has no stack: a destroy or refresh has nothing there.
-    const present = operation === "destroy" || operation === "refresh" ? await eachLimited(parts, shardConcurrency(), async (part) => ((await exportIfExists(part.options)) === undefined ? undefined : part)) : parts;
+    const present = operation === "destroy" || operation === "refresh" ? await eachLimited(parts, shardConcurrency(), async (part) => ((await stateOf(part)) === undefined ? undefined : part)) : parts;
     return await eachLimited(
       present.filter((part): part is ShardPart => part !== undefined),
       shardConcurrency(),

@@ -112,7 +112,8 @@ export function shardsOf(assigned: ReadonlyMap<string, number>): number[] {
   return [...new Set([0, ...assigned.values()])].sort((a, b) => a - b);
 }
 
-function countsOf(assigned: ReadonlyMap<string, number>): Map<number, number> {
+/** How many groups each shard holds, by the directory. */
+export function countsOf(assigned: ReadonlyMap<string, number>): Map<number, number> {
   const counts = new Map<number, number>();
   for (const shard of assigned.values()) counts.set(shard, (counts.get(shard) ?? 0) + 1);
   return counts;

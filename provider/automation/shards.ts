@@ -7,7 +7,7 @@ import { availableParallelism } from "node:os";
 import type { GroupSpec } from "./groups-spec";
 import { resourceNameOf } from "./resource-name";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames } from "./delete-guard";
-import { planAssignments, type ShardDirectory, shardDirectoryFor, shardsOf, shardStackName, validShardSize, assertUserStackName } from "./shard-directory";
+import { countsOf, planAssignments, type ShardDirectory, shardDirectoryFor, shardsOf, shardStackName, validShardSize, assertUserStackName } from "./shard-directory";
 import { PROJECT_NAME } from "./workspace";
 import type { GroupResult, Operation, RunOptions, RunResult, RunSummary } from "./provision";
 
@@ -89,9 +89,7 @@ export class ShardedStack {
       plan = await this.directory.assign(names, this.shardSize);
       known = new Map([...known, ...plan]);
     } else {
-      const counts = new Map<number, number>();
-      for (const shard of known.values()) counts.set(shard, (counts.get(shard) ?? 0) + 1);
-      plan = planAssignments(known, counts, names, this.shardSize);
+      plan = planAssignments(known, countsOf(known), names, this.shardSize);
     }
     const byShard = new Map<number, GroupSpec[]>(shardsOf(new Map([...known, ...plan])).map((shard) => [shard, []]));
     for (const spec of specs) byShard.get(plan.get(resourceNameOf(spec))!)!.push(spec);
