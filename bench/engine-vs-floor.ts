@@ -11,6 +11,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { USER_GROUP_TYPE } from "../provider/resource/user-group.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
+import { FLOOR_TYPE } from "./inline-floors.js";
 import { watchPulumiProcesses } from "./peak-memory.js";
 import { median } from "./stats.js";
 
@@ -55,7 +56,6 @@ export interface EngineRun {
 
 const PROJECT = "bench";
 const STACK = "bench";
-const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";
 
 /**
  * The program of each kind, as a user would write it: a CommonJS file that the

@@ -7,12 +7,12 @@
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import * as pulumi from "@pulumi/pulumi";
 import { startFakeServer, type FakeServer } from "../fake-server/index.js";
 import { provisionUserGroups, type RunOptions, UserGroupFleet } from "../provider/automation/index.js";
 import { selectStack } from "../provider/automation/provision.js";
 import { runFleetWorker } from "../test/support/fleet-worker-run.js";
 import { startPostgres } from "../test/support/postgres.js";
+import { declareFloor, FLOOR_TYPE } from "./inline-floors.js";
 import { median, percentile } from "./stats.js";
 
 const KEY = "bench-fleet-key-000000000000";
@@ -77,27 +77,8 @@ function runOptions(server: FakeServer, workDir: string, stack: string, backendU
  * UserGroup's shape, its 64-character token secret. Its targeted `up` is what
  * the engine and backend charge for a fleet's run with no code of ours.
  */
-const shapedNoop: pulumi.dynamic.ResourceProvider = {
-  async create(inputs) {
-    const id = String(inputs.userGroupId);
-    return { id, outs: { ...inputs, token: id.padStart(64, "0"), teamId: 1, providedId: id, apiEnvironmentTag: "Customer" } };
-  },
-};
-const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";
-class ShapedNoop extends pulumi.dynamic.Resource {}
-
-function declareShaped(ids: readonly string[]): () => Promise<void> {
-  return async () => {
-    for (const id of ids) {
-      new ShapedNoop(
-        shapedNoop,
-        id,
-        { name: `floor ${id}`, userGroupId: id, mapping: {}, adoptExisting: false, token: undefined, teamId: undefined, providedId: undefined, apiEnvironmentTag: undefined },
-        { additionalSecretOutputs: ["token"] },
-      );
-    }
-  };
-}
+const declareShaped = (ids: readonly string[]) =>
+  declareFloor("floor-shaped", ids.map((id) => ({ name: `floor ${id}`, userGroupId: id, mapping: {}, adoptExisting: false })));
 
 /** A stack of N shaped no-op resources; returns a function timing a targeted up of new ones. */
 async function shapedFloor(options: RunOptions, n: number): Promise<(ids: readonly string[]) => Promise<number>> {

@@ -1,5 +1,5 @@
 // What the processes an operation starts cost: peak resident memory (VmHWM)
-// of Pulumi's dynamic-provider process and CPU seconds of the engine, the
+// of Pulumi's engine and dynamic-provider processes and CPU seconds of the engine, the
 // dynamic provider and the program, polled from /proc while the operation runs. Only
 // descendants of this process count: other people's test runs on the same
 // machine start engines and dynamic providers of their own. Linux only;
@@ -83,6 +83,11 @@ function sample(): Map<number, Sample> {
 export interface ProcessCost {
   /** Largest VmHWM of any one dynamic-provider process, bytes (undefined: none seen). */
   readonly providerPeakBytes: number | undefined;
+  /** Largest VmHWM of any one engine (`pulumi` CLI) process, bytes (undefined: none seen). */
+  readonly enginePeakBytes: number | undefined;
+  /** How many engine and dynamic-provider processes the operation started (a sharded run may start several). */
+  readonly engineProcesses: number;
+  readonly providerProcesses: number;
   /** CPU seconds of the engine, dynamic-provider and program processes (last sample of each). */
   readonly engineCpuSeconds: number;
   readonly providerCpuSeconds: number;
@@ -107,9 +112,14 @@ export function watchPulumiProcesses(intervalMs = 100): ProcessWatch {
       poll();
       const all = [...last.values()];
       const providers = all.filter((s) => s.role === "provider");
+      const engines = all.filter((s) => s.role === "engine");
+      const peak = (of: readonly Sample[]): number | undefined => (of.length > 0 ? Math.max(...of.map((s) => s.peakBytes)) : undefined);
       const sum = (role: Role): number => all.filter((s) => s.role === role).reduce((total, s) => total + s.cpuSeconds, 0);
       return {
-        providerPeakBytes: providers.length > 0 ? Math.max(...providers.map((s) => s.peakBytes)) : undefined,
+        providerPeakBytes: peak(providers),
+        enginePeakBytes: peak(engines),
+        engineProcesses: engines.length,
+        providerProcesses: providers.length,
         engineCpuSeconds: sum("engine"),
         providerCpuSeconds: sum("provider"),
         programCpuSeconds: sum("program"),

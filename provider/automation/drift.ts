@@ -12,7 +12,8 @@ import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../resource/user-group";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { nameOfUrn, resourceNameOf } from "./resource-name";
-import { openStack, type RunOptions, runError, withLockWait, withoutCredentials } from "./provision";
+import { openShards, openStack, type RunOptions, runError, StackNotFoundError, withLockWait, withoutCredentials } from "./provision";
+import { eachLimited, shardConcurrency } from "./shards";
 
 export type DriftKind =
   | "deleted" // in the state, gone from the service
@@ -166,6 +167,30 @@ export interface DriftOptions extends RunOptions {
  */
 export async function detectDrift(options: DriftOptions): Promise<DriftReport> {
   const file = options.groups !== undefined ? validateGroups(options.groups) : undefined;
+  const shards = await openShards(options);
+  try {
+    const parts = await shards.parts([], false);
+    // Each shard read on its own (the root must exist; a shard an interrupted run never made has nothing).
+    const reads = await eachLimited(parts, shardConcurrency(), (part) => readShard(part.options, part.shard === 0));
+    const state = reads.flatMap((read) => read?.state ?? []);
+    const service = new Map(reads.flatMap((read) => [...(read?.service ?? [])]));
+    const drift = compareDrift(state, service, file);
+    return { stack: options.stack, backendUrl: reads[0]!.backendUrl, checked: state.length, inSync: drift.length === 0, drift };
+  } finally {
+    await shards.close();
+  }
+}
+
+interface ShardRead {
+  readonly backendUrl: string;
+  readonly state: StateGroup[];
+  readonly service: Map<string, ServiceGroup | undefined>;
+}
+
+/** One Pulumi stack's groups, from its state and from the service (undefined: no such stack, where that is allowed). */
+async function readShard(options: RunOptions, mustExist: true): Promise<ShardRead>;
+async function readShard(options: RunOptions, mustExist: boolean): Promise<ShardRead | undefined>;
+async function readShard(options: RunOptions, mustExist: boolean): Promise<ShardRead | undefined> {
   return withLockWait(options, async () => {
     let state: StateGroup[] = [];
     const service = new Map<string, ServiceGroup | undefined>();
@@ -182,25 +207,32 @@ export async function detectDrift(options: DriftOptions): Promise<DriftReport> {
       }
       return { seen };
     };
-    const prepared = await openStack(options, program, { mustExist: true });
+    let prepared: Awaited<ReturnType<typeof openStack>>;
+    try {
+      prepared = await openStack(options, program, { mustExist: true });
+    } catch (error) {
+      if (!mustExist && error instanceof StackNotFoundError) return undefined;
+      throw error;
+    }
     try {
       state = stateGroupsOf((await prepared.stack.exportStack()).deployment);
-      await prepared.stack.preview({
-        refresh: true,
-        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
-        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-        onEvent: (event) => {
-          const meta = event.resourcePreEvent?.metadata;
-          // A group deleted out of band: gone after the refresh, so the program's group is a create.
-          if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(nameOfUrn(meta.urn), undefined);
-        },
-      });
+      if (state.length > 0 || mustExist) {
+        await prepared.stack.preview({
+          refresh: true,
+          ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+          ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+          onEvent: (event) => {
+            const meta = event.resourcePreEvent?.metadata;
+            // A group deleted out of band: gone after the refresh, so the program's group is a create.
+            if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(nameOfUrn(meta.urn), undefined);
+          },
+        });
+      }
     } catch (error) {
       throw runError(error, options);
     } finally {
       prepared.release();
     }
-    const drift = compareDrift(state, service, file);
-    return { stack: options.stack, backendUrl: withoutCredentials(prepared.backendUrl), checked: state.length, inSync: drift.length === 0, drift };
+    return { backendUrl: withoutCredentials(prepared.backendUrl), state, service };
   });
 }

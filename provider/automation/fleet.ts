@@ -10,7 +10,7 @@ import { type CheckedInputs, normalizeInputs } from "../logic/inputs";
 import { UserGroupExistsError } from "../logic/operations";
 import { USER_GROUP_TYPE } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
-import { type FleetGroup, groupsInState } from "./fleet-state";
+import { type FleetGroup, groupsInState, isFleetDeployment } from "./fleet-state";
 import { type GroupSpec, validateGroups } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
 import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
@@ -22,17 +22,20 @@ import {
   type GroupChange,
   type GroupResult,
   type Operation,
+  exportIfExists,
+  openShards,
   type RunOptions,
   runError,
   type SelectedStack,
   selectStack,
-  StackNotFoundError,
   withLockWait,
 } from "./provision";
 import { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 import { type LeaseStore, leaseStoreFor } from "./run-lease";
 import { underRunLease } from "./takeover";
 import { PROJECT_NAME } from "./workspace";
+import { shardStackName } from "./shard-directory";
+import { eachLimited, shardConcurrency, type ShardedStack } from "./shards";
 import { UserGroupsError } from "../wire/errors";
 
 export type { FleetGroup } from "./fleet-state";
@@ -162,11 +165,14 @@ export class UserGroupFleet {
   private readonly lockTimeoutMs: number;
   private readonly batchWindowMs: number;
   private readonly queue: Request[] = [];
-  private stackHandle: Promise<SelectedStack> | undefined;
-  /** The backend's run lease store (undefined: a backend without one), made with the stack. */
-  private leaseStore: LeaseStore | undefined;
-  /** The lease's signal during a run: aborted if the lease is lost, which stops the engine. */
-  private runSignal: AbortSignal | undefined;
+  /** The stack's shards (shard-directory.ts), opened with the first call. */
+  private shardsHandle: Promise<ShardedStack> | undefined;
+  /** Each shard's Pulumi stack, selected once per fleet. */
+  private readonly stackHandles = new Map<number, Promise<SelectedStack>>();
+  /** Each shard's run lease store (undefined: a backend without one), made with its stack. */
+  private readonly leaseStores = new Map<number, LeaseStore | undefined>();
+  /** The shard of each group this fleet has asked for (to name its URN in a scrubbed error). */
+  private readonly shardOf = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
@@ -214,7 +220,9 @@ export class UserGroupFleet {
   async list(): Promise<FleetGroup[]> {
     if (this.closed) throw new FleetClosedError();
     try {
-      return groupsInState(await (await this.stack()).exportStack());
+      const parts = await (await this.shards()).parts([], false);
+      const held = await eachLimited(parts, shardConcurrency(), async (part) => groupsInState(await (await this.stack(part.shard)).exportStack()));
+      return held.flat().sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
       throw this.scrubbed(error);
     }
@@ -233,10 +241,14 @@ export class UserGroupFleet {
       this.draining ??= this.drain();
     }
     while (this.draining) await this.draining;
-    const handle = this.stackHandle;
-    this.stackHandle = undefined;
-    if (handle) await handle.then((selected) => selected.dispose(), () => {});
-    await this.leaseStore?.close();
+    const handles = [...this.stackHandles.values()];
+    this.stackHandles.clear();
+    for (const handle of handles) await handle.then((selected) => selected.dispose(), () => {});
+    for (const store of this.leaseStores.values()) await store?.close();
+    this.leaseStores.clear();
+    const shards = this.shardsHandle;
+    this.shardsHandle = undefined;
+    await shards?.then((opened) => opened.close(), () => {});
   }
 
   /** An error fit for a caller: every secret the fleet knows of (keys, passphrase, the backend URL's password) scrubbed. */
@@ -281,27 +293,65 @@ export class UserGroupFleet {
     }
   }
 
-  private stack(): Promise<Stack> {
-    return this.selected().then(({ stack }) => stack);
-  }
-
-  private selected(): Promise<SelectedStack> {
-    if (this.stackHandle === undefined) {
-      // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
-      const handle = selectStack(this.options, async () => ({})).then((selected) => {
-        this.leaseStore ??= leaseStoreFor(selected.backendUrl, PROJECT_NAME, this.options.stack);
-        return selected;
-      });
-      this.stackHandle = handle;
+  private shards(): Promise<ShardedStack> {
+    if (this.shardsHandle === undefined) {
+      const handle = openShards(this.options);
+      this.shardsHandle = handle;
       handle.catch(() => {
-        if (this.stackHandle === handle) this.stackHandle = undefined; // let a later call try again
+        if (this.shardsHandle === handle) this.shardsHandle = undefined; // let a later call try again
       });
     }
-    return this.stackHandle;
+    return this.shardsHandle;
+  }
+
+  private stackNameOf(shard: number): string {
+    return shardStackName(this.options.stack, shard);
+  }
+
+  private stack(shard: number): Promise<Stack> {
+    return this.selected(shard).then(({ stack }) => stack);
+  }
+
+  private selected(shard: number): Promise<SelectedStack> {
+    let handle = this.stackHandles.get(shard);
+    if (handle === undefined) {
+      const options = { ...this.options, stack: this.stackNameOf(shard) };
+      // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
+      const selecting = selectStack(options, async () => ({})).then((selected) => {
+        if (!this.leaseStores.has(shard)) this.leaseStores.set(shard, leaseStoreFor(selected.backendUrl, PROJECT_NAME, options.stack));
+        return selected;
+      });
+      handle = selecting;
+      this.stackHandles.set(shard, selecting);
+      selecting.catch(() => {
+        if (this.stackHandles.get(shard) === selecting) this.stackHandles.delete(shard); // let a later call try again
+      });
+    }
+    return handle;
+  }
+
+  /** The batch's requests by the shard of their group (new groups get theirs now, before any run may create them). */
+  private async byShard<R extends Request>(batch: readonly R[], assign: boolean): Promise<Map<number, R[]>> {
+    const shards = await this.shards();
+    const names = [...new Set(batch.map((request) => request.resourceName))];
+    const known = assign ? await shards.directory.assign(names, shards.shardSize) : await shards.directory.read();
+    const grouped = new Map<number, R[]>();
+    for (const request of batch) {
+      const shard = known.get(request.resourceName);
+      if (shard === undefined) continue; // a remove of a group no shard holds
+      this.shardOf.set(request.resourceName, shard);
+      grouped.set(shard, [...(grouped.get(shard) ?? []), request]);
+    }
+    return grouped;
   }
 
   private async runEnsures(batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
-    const stack = await this.stack();
+    const grouped = await this.byShard(batch, true);
+    await eachLimited([...grouped], shardConcurrency(), ([shard, requests]) => this.runEnsuresIn(shard, requests));
+  }
+
+  private async runEnsuresIn(shard: number, batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
+    const stack = await this.stack(shard);
     const held = new Map(groupsInState(await stack.exportStack()).map((group) => [group.resourceName, group]));
     const toRun = new Map<string, GroupSpec>();
     for (const request of batch) {
@@ -317,7 +367,7 @@ export class UserGroupFleet {
       async (names): Promise<RunAttempt<EnsuredGroup>> => {
         const specs = new Map(names.map((name) => [name, toRun.get(name)!]));
         const outputs = new Map<string, GroupOutputs>();
-        const outcome = await this.runEngine("up", specs, async (tracker) => {
+        const outcome = await this.runEngine("up", shard, specs, async (tracker, signal) => {
           outputs.clear();
           await stack.up({
             program: async () => {
@@ -329,7 +379,7 @@ export class UserGroupFleet {
               }
               return { [FLEET_MARKER_OUTPUT]: true };
             },
-            ...this.targetedRun(specs, tracker),
+            ...this.targetedRun(shard, specs, tracker, signal),
           });
         });
         mergeChanges(changes, outcome.tracker.changes);
@@ -348,7 +398,24 @@ export class UserGroupFleet {
   }
 
   private async runRemoves(batch: Extract<Request, { kind: "remove" }>[]): Promise<void> {
-    const stack = await this.stack();
+    const grouped = await this.byShard(batch, false);
+    const inShards = new Set([...grouped.values()].flat());
+    for (const request of batch) {
+      if (!inShards.has(request)) {
+        const spec = { name: "-", userGroupId: request.userGroupId, ...(request.profile !== undefined ? { profile: request.profile } : {}) };
+        request.waiter.resolve(resultOf(spec, "same"));
+      }
+    }
+    const shards = await this.shards();
+    await eachLimited([...grouped], shardConcurrency(), async ([shard, requests]) => {
+      const deleted = await this.runRemovesIn(shard, requests);
+      await shards.directory.forget(deleted);
+    });
+  }
+
+  /** Runs the removes of one shard; answers the groups it deleted. */
+  private async runRemovesIn(shard: number, batch: Extract<Request, { kind: "remove" }>[]): Promise<string[]> {
+    const stack = await this.stack(shard);
     const held = new Set(groupsInState(await stack.exportStack()).map((group) => group.resourceName));
     const toRemove = new Map<string, GroupSpec>();
     for (const request of batch) {
@@ -356,23 +423,28 @@ export class UserGroupFleet {
       if (!held.has(request.resourceName)) request.waiter.resolve(resultOf(spec, "same"));
       else toRemove.set(request.resourceName, spec);
     }
-    if (toRemove.size === 0) return;
+    const deleted: string[] = [];
+    if (toRemove.size === 0) return deleted;
     await settleEach(
       [...toRemove.keys()],
       async (names): Promise<RunAttempt<GroupResult>> => {
         const specs = new Map(names.map((name) => [name, toRemove.get(name)!]));
-        const outcome = await this.runEngine("destroy", specs, (tracker) => stack.destroy(this.targetedRun(specs, tracker)));
+        const outcome = await this.runEngine("destroy", shard, specs, (tracker, signal) => stack.destroy(this.targetedRun(shard, specs, tracker, signal)));
         const settled = new Map<string, GroupOutcome<GroupResult>>();
         for (const [name, spec] of specs) {
           const change = outcome.tracker.changes.get(name);
           const diagnostic = outcome.tracker.diagnostics.get(name);
-          if (change === "delete") settled.set(name, { ok: true, value: resultOf(spec, "delete") });
+          if (change === "delete") {
+            deleted.push(name);
+            settled.set(name, { ok: true, value: resultOf(spec, "delete") });
+          }
           else if (change === "failed" || diagnostic !== undefined) settled.set(name, { ok: false, error: groupError(name, undefined, diagnostic, outcome.failure?.error) });
         }
         return { settled, ...(outcome.failure ? { failure: outcome.failure } : {}) };
       },
       { unsettledError, onSettled: (name, outcome) => this.settleRequests(batch, name, outcome) },
     );
+    return deleted;
   }
 
   /** Settles the batch's requests for this group (one, or several asking the same). */
@@ -399,7 +471,7 @@ export class UserGroupFleet {
       .map((other) => ({
         userGroupId: other.kind === "ensure" ? other.spec.userGroupId : other.userGroupId,
         resourceName: other.resourceName,
-        urn: urnOfGroup(this.options.stack, other.resourceName),
+        urn: urnOfGroup(this.stackNameOf(this.shardOf.get(other.resourceName) ?? 0), other.resourceName),
       }));
     const secrets = secretValuesOf(this.options);
     const withoutOthers = othersScrubber(others);
@@ -407,13 +479,13 @@ export class UserGroupFleet {
   }
 
   /** The options of an up or destroy of exactly these groups, each group's failure its own; a step outside them stops the run. */
-  private targetedRun(groups: ReadonlyMap<string, GroupSpec>, tracker: ChangeTracker) {
+  private targetedRun(shard: number, groups: ReadonlyMap<string, GroupSpec>, tracker: ChangeTracker, runSignal: AbortSignal | undefined) {
     return {
-      target: [...groups.keys()].map((name) => urnOfGroup(this.options.stack, name)),
+      target: [...groups.keys()].map((name) => urnOfGroup(this.stackNameOf(shard), name)),
       continueOnError: true,
       onEvent: tracker.handle,
       // Stopped by a step outside the batch, or by losing the run lease.
-      signal: this.runSignal ? AbortSignal.any([tracker.signal, this.runSignal]) : tracker.signal,
+      signal: runSignal ? AbortSignal.any([tracker.signal, runSignal]) : tracker.signal,
       ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
       ...(this.options.parallel !== undefined ? { parallel: this.options.parallel } : {}),
     };
@@ -430,21 +502,23 @@ export class UserGroupFleet {
    */
   private async runEngine(
     operation: Operation,
+    shard: number,
     groups: ReadonlyMap<string, GroupSpec>,
-    run: (tracker: ChangeTracker) => Promise<unknown>,
+    run: (tracker: ChangeTracker, signal: AbortSignal | undefined) => Promise<unknown>,
   ): Promise<RunOutcome> {
     const batch = new Set(groups.keys());
+    const stackName = this.stackNameOf(shard);
     let tracker = new ChangeTracker(this.options.onEvent, { batch });
     this.engineRuns += 1;
     try {
-      await withLockWait({ ...this.options, lockTimeoutMs: this.lockTimeoutMs }, async () => {
-        const { stack, backendUrl } = await this.selected();
+      await withLockWait({ ...this.options, stack: stackName, lockTimeoutMs: this.lockTimeoutMs }, async () => {
+        const { stack, backendUrl } = await this.selected(shard);
         return underRunLease(
           {
             stack,
-            stackName: this.options.stack,
+            stackName,
             backendUrl,
-            store: this.leaseStore,
+            store: this.leaseStores.get(shard),
             adopt: true,
             outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
             ...(this.options.onOutput ? { onOutput: this.options.onOutput } : {}),
@@ -453,22 +527,17 @@ export class UserGroupFleet {
           },
           async (signal) => {
             tracker = new ChangeTracker(this.options.onEvent, { batch });
-            this.runSignal = signal;
-            try {
-              return await run(tracker);
-            } finally {
-              this.runSignal = undefined;
-            }
+            return run(tracker, signal);
           },
         );
       });
     } catch (error) {
-      assertWithinBatch(tracker, operation, this.options.stack);
+      assertWithinBatch(tracker, operation, stackName);
       const engineSpoke = tracker.changes.size > 0 || tracker.diagnostics.size > 0 || tracker.runDiagnostics.length > 0;
       if (error instanceof UserGroupsError || !engineSpoke) throw error;
       return { tracker, failure: { error, lines: [...tracker.runDiagnostics] } };
     }
-    assertWithinBatch(tracker, operation, this.options.stack);
+    assertWithinBatch(tracker, operation, stackName);
     return { tracker };
   }
 }
@@ -523,19 +592,6 @@ export class FleetStackError extends UserGroupsError {
 
 /** Is the stack of these options a fleet's (it carries the fleet's marker output)? A stack that does not exist yet is not, and is not made by asking. */
 export async function isFleetStack(options: RunOptions): Promise<boolean> {
-  let selected: SelectedStack;
-  try {
-    selected = await selectStack(options, async () => ({}), { mustExist: true });
-  } catch (error) {
-    if (error instanceof StackNotFoundError) return false;
-    throw runError(error, options);
-  }
-  try {
-    const outputs = await selected.stack.outputs();
-    return outputs[FLEET_MARKER_OUTPUT]?.value === true;
-  } catch (error) {
-    throw runError(error, options);
-  } finally {
-    selected.dispose();
-  }
+  const deployment = await exportIfExists(options);
+  return deployment !== undefined && isFleetDeployment(deployment, FLEET_MARKER_OUTPUT);
 }

@@ -69,6 +69,7 @@ export { MissingCredentialsError } from "../logic/credentials";
 export { UserGroupApiError } from "../client/errors";
 export { UserGroupsError } from "../wire/errors";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
+export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError } from "./shard-directory";
 export { UntrustedWorkspaceError } from "./workspace";
 export type { UserGroupInputs } from "../logic/inputs";
 export type { Environment, JsonValue, Mapping, Properties, Validator } from "../wire/schemas";

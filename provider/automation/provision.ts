@@ -1,7 +1,7 @@
 // Provisioning many groups from code: an inline Automation-API program that
 // declares one UserGroup per entry. The engine runs in a child process; the
 // program runs in this one.
-import { type EngineEvent, LocalWorkspace, type LocalWorkspaceOptions, type OutputMap, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
+import { type Deployment, type EngineEvent, LocalWorkspace, type LocalWorkspaceOptions, type OutputMap, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
 import path from "node:path";
 import { ENV_HINTS, MISSING_CREDENTIALS, MissingCredentialsError } from "../logic/credentials";
 import { diffUserGroup } from "../logic/diff";
@@ -17,9 +17,13 @@ import { assertValidStackName } from "./stack-name";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 import { engineBackendEnv, withoutCredentials } from "./backend-url";
 import { rateBudgetEnv } from "./rate-budget-env";
+import { fileBackendDir } from "./stale-lock";
+import { removeLingeringTornSidecars } from "./torn-sidecars";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
 import { type LeaseStore, leaseStoreFor, type RunLease } from "./run-lease";
 import { type TakeoverReport, underRunLease } from "./takeover";
+import { assertUserStackName } from "./shard-directory";
+import { assertShardDeletionsAllowed, eachLimited, mergeRunResults, shardConcurrency, ShardedStack, type ShardPart } from "./shards";
 import { UserGroupsError } from "../wire/errors";
 
 export type GroupChange = "create" | "update" | "replace" | "delete" | "same" | "refresh" | "read" | "failed";
@@ -120,6 +124,12 @@ export interface RunOptions {
   readonly onLockWait?: (waitMs: number, waitedMs: number) => void;
   /** Told when this run took over what a dead run left (its lock, its pending creates): CONTRACT F7. */
   readonly onTakeover?: (report: TakeoverReport) => void;
+  /**
+   * File and PostgreSQL backends: how many groups one Pulumi stack holds before new groups go to the
+   * stack's next shard, `<stack>.shard-<n>` (default 500, at most 5000). Groups never move: a smaller
+   * size applies to groups added from then on. See docs/performance.md, "Scale".
+   */
+  readonly shardSize?: number;
 }
 
 export interface ProvisionOptions extends RunOptions, DeleteGuardOptions {
@@ -413,11 +423,21 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
     },
   };
   try {
-    const stack = open.mustExist
-      ? await LocalWorkspace.selectStack(args, settings).catch((error: unknown) => {
-          throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
-        })
-      : await selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
+    const select = () =>
+      open.mustExist
+        ? // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
+          selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
+            throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
+          })
+        : selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
+    const stack = await select().catch(async (error: unknown) => {
+      // A run killed inside a checkpoint write can leave the stack file's sidecar torn, and then not even
+      // `stack select` works, so no takeover could begin: a sidecar that stays torn is its dead writer's.
+      const backendDir = fileBackendDir(workspace.backendUrl);
+      if (backendDir === undefined || !(error instanceof Error) || !/failed to load checkpoint/.test(error.message)) throw error;
+      if ((await removeLingeringTornSidecars(backendDir, PROJECT_NAME, options.stack)).length === 0) throw error;
+      return select();
+    });
     if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
     // A new stack's salt is kept at once, not only when the run ends (the process may not live that long).
     runDir.saveSettings();
@@ -445,7 +465,7 @@ async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> 
       const lostRace =
         error instanceof StackAlreadyExistsError ||
         isStackLocked(error) ||
-        (error instanceof Error && /failed to create table pulumi_state/.test(error.message));
+        (error instanceof Error && /failed to create table pulumi_state|pg_type_typname_nsp_index/.test(error.message));
       if (!lostRace || attempt >= 6) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 200 * attempt)));
     }
@@ -533,7 +553,82 @@ export function withLockWait<T>(options: RunOptions, attempt: () => Promise<T>):
 
 async function run(operation: Operation, options: RunOptions & DeleteGuardOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
   const guard = validDeleteGuard(options);
-  return withLockWait(options, () => runOnce(operation, options, specs, guard));
+  const results = await eachShard(operation, options, specs, guard, (part, shardGuard) =>
+    withLockWait(part.options, () => runOnce(operation, part.options, part.specs, shardGuard)),
+  );
+  return mergeRunResults(options.stack, results);
+}
+
+/** The root stack's groups (none when it does not exist yet), for a shard directory made now. */
+async function rootHeld(options: RunOptions): Promise<string[] | undefined> {
+  const deployment = await exportIfExists(options);
+  return deployment === undefined ? undefined : heldGroupNames(deployment);
+}
+
+/** The state of the stack of these options, or undefined when there is no such stack. */
+export async function exportIfExists(options: RunOptions): Promise<Deployment | undefined> {
+  let selected: SelectedStack;
+  try {
+    selected = await selectStack(options, async () => ({}), { mustExist: true });
+  } catch (error) {
+    if (error instanceof StackNotFoundError) return undefined;
+    throw runError(error, options);
+  }
+  try {
+    return await selected.stack.exportStack();
+  } catch (error) {
+    throw runError(error, options);
+  } finally {
+    selected.dispose();
+  }
+}
+
+/** Opens the shards of the stack of these options (shard-directory.ts). */
+export async function openShards(options: RunOptions): Promise<ShardedStack> {
+  assertUserStackName(options.stack); // before the work directory is made
+  return ShardedStack.open(options, workspaceOf(options).backendUrl, () => rootHeld(options));
+}
+
+/**
+ * Runs `work` on each shard a whole-set operation of `specs` touches, a few at
+ * a time (an up first writes the new groups' shards). Mass deletion is judged
+ * across all shards before any run; each shard's run then gets `shardGuard`.
+ * Groups an up or destroy deleted leave the directory.
+ */
+export async function eachShard<T>(
+  operation: Operation,
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  work: (part: ShardPart, shardGuard: DeleteGuardOptions) => Promise<T>,
+  runOf: (result: T) => RunResult = (result) => result as RunResult,
+): Promise<T[]> {
+  const shards = await openShards(options);
+  try {
+    const parts = await shards.parts(specs, operation === "up");
+    const settle = async (part: ShardPart, shardGuard: DeleteGuardOptions): Promise<T> => {
+      const result = await work(part, shardGuard);
+      if (operation === "up" || operation === "destroy") await shards.directory.forget(runOf(result).groups.filter((g) => g.change === "delete").map((g) => g.resourceName));
+      return result;
+    };
+    if (parts.length === 1) return [await settle(parts[0]!, guard)];
+    // Each shard's state read at most once, for the delete guard and to skip shards that were never made.
+    const states = new Map<number, Promise<Deployment | undefined>>();
+    const stateOf = (part: ShardPart) => {
+      if (!states.has(part.shard)) states.set(part.shard, exportIfExists(part.options));
+      return states.get(part.shard)!;
+    };
+    await assertShardDeletionsAllowed(operation, options.stack, parts, guard, stateOf);
+    // A shard made by an earlier run that never got to it has no stack: a destroy or refresh has nothing there.
+    const present = operation === "destroy" || operation === "refresh" ? await eachLimited(parts, shardConcurrency(), async (part) => ((await stateOf(part)) === undefined ? undefined : part)) : parts;
+    return await eachLimited(
+      present.filter((part): part is ShardPart => part !== undefined),
+      shardConcurrency(),
+      (part) => settle(part, { allowDeleteAll: true }),
+    );
+  } finally {
+    await shards.close();
+  }
 }
 
 /**

@@ -16,9 +16,10 @@
 // beside the lease (run-lease.ts), never in the work directory: a file planted
 // there decides nothing.
 import { type GroupSpec, validateGroups } from "./groups-spec";
-import { validDeleteGuard } from "./delete-guard";
+import { type DeleteGuardOptions, validDeleteGuard } from "./delete-guard";
 import { resourceNameOf } from "./resource-name";
-import { openStack, type ProvisionOptions, type RunResult, runError, runOnce, withLockWait, workspaceOf } from "./provision";
+import { eachShard, openStack, type ProvisionOptions, type RunOptions, type RunResult, runError, runOnce, withLockWait, workspaceOf } from "./provision";
+import { mergeRunResults } from "./shards";
 import { acquireRunLease, classifyLockHolder, HERE, type LeaseStore, leaseStoreFor } from "./run-lease";
 import { LiveLockError } from "./stale-lock";
 import { markRun, type PendingOperation, pendingCreatesOf, pendingOf, takeOver, type TakeoverReport } from "./takeover";
@@ -54,16 +55,29 @@ export interface RecoveryReport {
  */
 export async function recoverStack(options: ProvisionOptions): Promise<RecoveryReport> {
   const specs = validateGroups(options.groups);
-  validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
+  const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
+  // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard), (report) => report.up);
+  return {
+    removedLocks: reports.flatMap((r) => r.removedLocks),
+    repairedFiles: reports.flatMap((r) => r.repairedFiles),
+    pending: reports.flatMap((r) => r.pending),
+    adopted: reports.flatMap((r) => r.adopted).sort(),
+    undeclaredPendingCreates: reports.flatMap((r) => r.undeclaredPendingCreates).sort(),
+    up: mergeRunResults(options.stack, reports.map((r) => r.up)),
+  };
+}
+
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<RecoveryReport> {
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, store));
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store));
   } finally {
     await store?.close();
   }
 }
 
-async function recoverOnce(options: ProvisionOptions, specs: readonly GroupSpec[], store: LeaseStore | undefined): Promise<RecoveryReport> {
+async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined): Promise<RecoveryReport> {
   const lease = store ? await acquireRunLease(store, options.stack) : undefined;
   try {
     const prepared = await openStack(options, []);
@@ -105,7 +119,7 @@ async function recoverOnce(options: ProvisionOptions, specs: readonly GroupSpec[
     }
     const toAdopt = new Set(adopt);
     const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
-    const up = await runOnce("up", options, groups, validDeleteGuard(options), lease);
+    const up = await runOnce("up", options, groups, guard, lease);
     await lease?.update({ adopt: [] });
     const declared = new Set(specs.map(resourceNameOf));
     return {

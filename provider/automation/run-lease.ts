@@ -22,6 +22,7 @@ import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, lstatSync, mkdir
 import { hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { createTablesIfMissing, processAlive } from "../client/shared-state";
 import { UserGroupsError } from "../wire/errors";
 import { StackLockedError } from "./lock-wait";
 import { fileBackendDir, pulumiProcessAlive, readLockHolders } from "./stale-lock";
@@ -103,15 +104,6 @@ export interface Here {
   readonly pulumiRunning?: (pid: number) => boolean;
 }
 
-export function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"; // someone else's: it exists
-  }
-}
 
 export const HERE: Here = { host: hostname(), pidAlive: processAlive, pulumiRunning: pulumiProcessAlive };
 
@@ -222,7 +214,7 @@ export function stackPath(stack: string, project: string): { org?: string; proje
 // ---------------------------------------------------------------- file backend
 
 /** Writes a file (mode 0600) through a temporary name; `exclusive` publishes it only if `file` does not exist yet. */
-function writePrivate(file: string, text: string, exclusive: boolean): boolean {
+export function writePrivate(file: string, text: string, exclusive: boolean): boolean {
   const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
   const fd = openSync(temporary, "wx", 0o600);
   try {
@@ -246,7 +238,7 @@ function writePrivate(file: string, text: string, exclusive: boolean): boolean {
   }
 }
 
-function privateDirs(root: string, dir: string): void {
+export function privateDirs(root: string, dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Every level we made or own, from the backend down: 0700 (mkdir's mode is masked by the umask).
   for (let at = dir; at.startsWith(root) && at !== path.dirname(root); at = path.dirname(at)) {
@@ -382,7 +374,7 @@ export function postgresTarget(backendUrl: string): { connectionString: string; 
 }
 
 /** A driver's message with the URL's password (if it ever showed) taken out. */
-function withoutSecret(message: string, connectionString: string): string {
+export function withoutSecret(message: string, connectionString: string): string {
   const password = decodeURIComponent(new URL(connectionString).password);
   return password.length > 0 ? message.split(password).join("****") : message;
 }
@@ -451,19 +443,10 @@ export class PostgresLeaseStore implements LeaseStore {
     return this.connecting;
   }
 
-  private async ensureTable(client: PgClient): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await client.query(
-          `CREATE TABLE IF NOT EXISTS ${this.target.recordTable} (stack_key TEXT PRIMARY KEY, record JSONB NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-        );
-        return;
-      } catch (error) {
-        // Two sessions creating it at once: one loses on the catalog's unique index; the table is there.
-        const code = (error as { code?: string }).code;
-        if ((code !== "23505" && code !== "42P07") || attempt >= 3) throw error;
-      }
-    }
+  private ensureTable(client: PgClient): Promise<void> {
+    return createTablesIfMissing(client, [
+      `CREATE TABLE IF NOT EXISTS ${this.target.recordTable} (stack_key TEXT PRIMARY KEY, record JSONB NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    ]);
   }
 
   private async readRecord(client: PgClient): Promise<RunRecord | undefined> {

@@ -42,3 +42,32 @@ export function repairTornWrites(backendDir: string, project: string, stack: str
   sweep(path.join(pulumiDir, "backups", project, stack), () => true);
   return removed;
 }
+
+/** How long a torn sidecar must stay torn to be a dead writer's: a live one rewrites it within milliseconds. */
+export const TORN_FOR_MS = 2_000;
+
+/**
+ * For a stack that cannot even be selected ("failed to load checkpoint: EOF")
+ * before any run could take it over: removes the stack file's sidecars that are
+ * torn and stay torn for TORN_FOR_MS (their writer is dead; the data file is
+ * whole). Returns the removed files (none: the failure is something else).
+ */
+export async function removeLingeringTornSidecars(backendDir: string, project: string, stack: string, tornForMs = TORN_FOR_MS): Promise<string[]> {
+  assertValidStackName(stack);
+  const dir = path.join(backendDir, ".pulumi", "stacks", project);
+  const org = stack.split("/");
+  const name = org.at(-1)!;
+  if (!existsSync(dir)) return [];
+  const torn = () =>
+    readdirSync(dir)
+      .filter((file) => file.startsWith(`${name}.json`) && file.endsWith(".attrs"))
+      .map((file) => path.join(dir, file))
+      .filter(isTorn);
+  const first = torn();
+  if (first.length === 0) return [];
+  await new Promise((resolve) => setTimeout(resolve, tornForMs));
+  const still = new Set(torn());
+  const removed = first.filter((file) => still.has(file));
+  for (const file of removed) rmSync(file, { force: true });
+  return removed;
+}

@@ -10,6 +10,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { bookSlot, holdSlots, type SlotStore } from "./rate-budget";
+import { processAlive } from "./shared-state";
 import { UserGroupsError } from "../wire/errors";
 
 /** A lock older than this is a dead holder's whatever its host says (a live holder keeps it for microseconds). */
@@ -28,17 +29,7 @@ export interface LockHere {
   readonly pidAlive: (pid: number) => boolean;
 }
 
-function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-export const LOCK_HERE: LockHere = { host: hostname(), pid: process.pid, pidAlive };
+export const LOCK_HERE: LockHere = { host: hostname(), pid: process.pid, pidAlive: processAlive };
 
 export class RateBudgetDirError extends UserGroupsError {
   constructor(dir: string, why: string) {

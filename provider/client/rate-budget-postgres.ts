@@ -6,6 +6,7 @@
 // password in it: PGPASSWORD carries that, as for Pulumi's own driver) and
 // never shows a driver's message.
 import { errorCode, MAX_AHEAD_MS, MAX_HOLD_MS, type SlotStore } from "./rate-budget";
+import { createTablesIfMissing } from "./shared-state";
 import { UserGroupsError } from "../wire/errors";
 
 const SQL_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
@@ -60,17 +61,8 @@ export class PostgresSlotStore implements SlotStore {
     return this.connecting;
   }
 
-  private async ensureTable(client: PgClient): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await client.query(`CREATE TABLE IF NOT EXISTS ${this.table} (budget_id TEXT PRIMARY KEY, next_free TIMESTAMPTZ NOT NULL)`);
-        return;
-      } catch (error) {
-        // Two sessions creating it at once: one loses on the catalog's unique index; the table is there.
-        const code = (error as { code?: string }).code;
-        if ((code !== "23505" && code !== "42P07") || attempt >= 3) throw error;
-      }
-    }
+  private ensureTable(client: PgClient): Promise<void> {
+    return createTablesIfMissing(client, [`CREATE TABLE IF NOT EXISTS ${this.table} (budget_id TEXT PRIMARY KEY, next_free TIMESTAMPTZ NOT NULL)`]);
   }
 
   /**

@@ -198,7 +198,7 @@ function normalizedBaseUrl(baseUrl: string): string {
 
 export class InvalidRateLimitError extends UserGroupsError {
   constructor(variable: string, value: string) {
-    super("invalid_rate_limit", `${variable} must be REQUESTS/SECONDS (e.g. 180/60) or "off", got "${value.slice(0, 40)}"`);
+    super("invalid_rate_limit", `${variable} must be REQUESTS/SECONDS (e.g. 180/60) or "off", got ${JSON.stringify(value.slice(0, 40))}`);
     this.name = "InvalidRateLimitError";
   }
 }

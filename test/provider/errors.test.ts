@@ -5,6 +5,9 @@ import { describe, expect, it } from "vitest";
 import * as automation from "../../provider/automation/index";
 import { UsageError } from "../../provider/cli/args";
 import { InvalidTuningError } from "../../provider/client/tuning";
+import { InvalidRateLimitError } from "../../provider/client/rate-budget";
+import { RateBudgetDirError } from "../../provider/client/rate-budget-file";
+import { InvalidRateBudgetStoreError } from "../../provider/client/rate-budget-stores";
 import { InsecureTransportError } from "../../provider/client/transport";
 import * as entry from "../../provider/index";
 import { UserGroupsError } from "../../provider/wire/errors";
@@ -33,6 +36,8 @@ const instances: Record<string, Error> = {
   FleetEnsureError: new automation.FleetEnsureError([{ status: "rejected", reason: cause }]),
   FleetStackError: new automation.FleetStackError("dev", "up"),
   InvalidStackNameError: new automation.InvalidStackNameError(".."),
+  ReservedStackNameError: new automation.ReservedStackNameError("prod.shard-1"),
+  ShardNameError: new automation.ShardNameError("p"),
   UntrustedWorkspaceError: new automation.UntrustedWorkspaceError("/w/node_modules/x", "/pkg"),
   StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
   RunFailedError: new automation.RunFailedError("up", "dev", ["default.acme: already exists"], { cause }),
@@ -50,6 +55,9 @@ const instances: Record<string, Error> = {
   UsageError: new UsageError("--file is required", { cause }),
   InvalidTuningError: new InvalidTuningError("USER_GROUPS_MAX_ATTEMPTS", "x"),
   InsecureTransportError: new InsecureTransportError("http://example.com"),
+  InvalidRateLimitError: new InvalidRateLimitError("USER_GROUPS_RATE_LIMIT", "lots"),
+  RateBudgetDirError: new RateBudgetDirError("/tmp/budget", "is a symlink"),
+  InvalidRateBudgetStoreError: new InvalidRateBudgetStoreError(),
   ApiError: new ApiError(404, "user_group_not_found", "no such group"),
   ClientGone: new ClientGone(),
 };

@@ -24,4 +24,20 @@ describe.skipIf(process.platform !== "linux")("crash consistency (kill -9 during
     expect(summary.survivors).toBe(0);
     expect(summary.results.every((r) => r.removedLocks === 1)).toBe(true);
   }, 180_000);
+
+  it("recovers a sharded stack whose shards were killed mid-run together", async () => {
+    // 12 groups in shards of 4: two shards run at once, and the kill lands in both.
+    const summary = await runCrashBench({
+      trials: 1,
+      groups: 12,
+      shardSize: 4,
+      workRoot: path.join(REPO_ROOT, ".work"),
+      onTrial: (r, i) => console.log(`crash (shards of 4): ${describeTrial(r, i)}`),
+    });
+    const [trial] = summary.results;
+    expect(trial!.problems).toEqual([]);
+    expect(summary.killed).toBe(1);
+    expect(trial!.removedLocks).toBeGreaterThanOrEqual(1);
+    expect(summary.survivors).toBe(0);
+  }, 180_000);
 });

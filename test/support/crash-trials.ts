@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type FakeServer, startFakeServer } from "../../fake-server/index.js";
 import { previewUserGroups, provisionUserGroups, type RecoveryReport, recoverStack, refreshUserGroups, type RunOptions } from "../../provider/automation/index.js";
 import { nameOfUrn } from "../../provider/automation/resource-name.js";
-import { findPulumiUp, isRunning, killTree } from "./kill-tree.js";
+import { findPulumiUps, isRunning, killTree } from "./kill-tree.js";
 
 export type TrialKind = "create" | "rotate";
 
@@ -20,6 +20,8 @@ export interface CrashTrialSpec {
   readonly groups: number;
   /** Kill once this many groups exist (create) or have a new token (rotate). */
   readonly killAt: number;
+  /** RunOptions.shardSize: below `groups`, the up runs several shards at once and the kill lands in each. */
+  readonly shardSize?: number;
 }
 
 export interface CrashTrialResult extends CrashTrialSpec {
@@ -53,6 +55,8 @@ export interface CrashBenchOptions {
   readonly workRoot: string;
   /** Injected latency per GET and POST, so that requests are in flight when the kill lands. */
   readonly delayMs?: number;
+  /** RunOptions.shardSize of every trial. */
+  readonly shardSize?: number;
   readonly onTrial?: (result: CrashTrialResult, index: number) => void;
 }
 
@@ -83,10 +87,15 @@ interface StoredState {
   readonly pending: Array<{ type: string; name: string }>;
 }
 
-/** The state as the file backend holds it (URNs and operation types are plain text; nothing to decrypt). */
+/** The state of the stack and its shards as the file backend holds it (URNs and operation types are plain text; nothing to decrypt). */
 function readState(backendDir: string, stack: string): StoredState {
-  const file = path.join(backendDir, ".pulumi", "stacks", PROJECT, `${stack}.json`);
-  if (!existsSync(file)) return { recorded: [], pending: [] };
+  const dir = path.join(backendDir, ".pulumi", "stacks", PROJECT);
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f === `${stack}.json` || (f.startsWith(`${stack}.shard-`) && /^\.shard-\d+\.json$/.test(f.slice(stack.length)))) : [];
+  const states = files.map((f) => readStackFile(path.join(dir, f)));
+  return { recorded: states.flatMap((s) => s.recorded), pending: states.flatMap((s) => s.pending) };
+}
+
+function readStackFile(file: string): StoredState {
   const latest = (JSON.parse(readFileSync(file, "utf8")) as { checkpoint: { latest?: { resources?: Array<{ urn: string; type: string }>; pending_operations?: Array<{ type: string; resource: { urn: string; type: string } }> } } }).checkpoint.latest;
   const name = nameOfUrn;
   const isGroup = (type: string) => type.endsWith(":UserGroup");
@@ -107,7 +116,7 @@ function lockFiles(backendDir: string): string[] {
   return readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".json"));
 }
 
-/** Starts the `up`, and SIGKILLs its process tree once `progress()` reaches `killAt`. */
+/** Starts the `up`, and SIGKILLs its process tree (every shard's `pulumi up` running then) once `progress()` reaches `killAt`. */
 async function upAndKill(run: () => Promise<unknown>, stack: string, progress: () => number, killAt: number) {
   let killedPids: number[] = [];
   let doneAtKill = -1;
@@ -115,10 +124,10 @@ async function upAndKill(run: () => Promise<unknown>, stack: string, progress: (
     if (killedPids.length > 0) return;
     const done = progress();
     if (done < killAt) return;
-    const cli = findPulumiUp(stack);
-    if (cli === undefined) return;
+    const clis = findPulumiUps(stack);
+    if (clis.length === 0) return;
     doneAtKill = done;
-    killedPids = killTree(cli);
+    killedPids = clis.flatMap(killTree);
   }, 5);
   const outcome = await run().then(
     () => "finished",
@@ -141,6 +150,7 @@ export async function runCrashTrial(server: FakeServer, spec: CrashTrialSpec, wo
     workDir: dir,
     backendUrl: `file://${backendDir}`,
     passphrase: "bench-crash-passphrase",
+    ...(spec.shardSize !== undefined ? { shardSize: spec.shardSize } : {}),
     envVars: {
       USER_GROUPS_BASE_URL: server.url,
       USER_GROUPS_API_KEY: KEY,
@@ -256,7 +266,8 @@ export async function runCrashBench(options: CrashBenchOptions): Promise<CrashBe
   const results: CrashTrialResult[] = [];
   try {
     for (const [index, spec] of trialPlan(options.trials, options.groups).entries()) {
-      const result = await runCrashTrial(server, spec, root, `crash${index}`, options.delayMs);
+      const shard = options.shardSize !== undefined ? { shardSize: options.shardSize } : {};
+      const result = await runCrashTrial(server, { ...spec, ...shard }, root, `crash${index}`, options.delayMs);
       results.push(result);
       options.onTrial?.(result, index);
     }

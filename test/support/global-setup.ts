@@ -21,10 +21,28 @@ export default function setup(project: TestProject): void {
   // The fake server is unthrottled unless a test says otherwise: no rate budget (180/60 by default) unless a test sets one.
   process.env.USER_GROUPS_RATE_LIMIT ??= "off";
   project.provide("pulumiBinDir", binDir);
+  // Tools the plugin's tests (test/plugin) need, built once and cached like the engine.
+  // A failure fails those tests (with this message), not the whole run.
+  project.provide("pulumiYamlBinDir", ensureTool(root, "scripts/ensure-pulumi-yaml"));
+  project.provide("sdkgenBinDir", ensureTool(root, "scripts/ensure-sdkgen-hosts"));
+}
+
+/** The bin directory a scripts/ensure-* prints last, or "error: ..." when it could not be made. */
+function ensureTool(root: string, script: string): string {
+  try {
+    const stdout = execFileSync(path.join(root, script), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+    return stdout.trim().split("\n").at(-1) ?? "";
+  } catch (error) {
+    return `error: ${script} failed: ${error instanceof Error ? error.message : String(error)}`;
+  }
 }
 
 declare module "vitest" {
   export interface ProvidedContext {
     pulumiBinDir: string;
+    /** Where pulumi-language-yaml is (scripts/ensure-pulumi-yaml), or "error: ...". */
+    pulumiYamlBinDir: string;
+    /** Where the SDK-generating language hosts are (scripts/ensure-sdkgen-hosts), or "error: ...". */
+    sdkgenBinDir: string;
   }
 }

@@ -57,9 +57,15 @@ export function isRunning(pid: number): boolean {
 
 /** The `pulumi up` of this stack that this process started, if it is running. */
 export function findPulumiUp(stack: string): number | undefined {
-  return descendantsOf(process.pid).find((pid) => {
+  return findPulumiUps(stack)[0];
+}
+
+/** Every `pulumi up` of this process's of the stack or of one of its shards (`<stack>.shard-<n>`). */
+export function findPulumiUps(stack: string): number[] {
+  return descendantsOf(process.pid).filter((pid) => {
     const args = commandLine(pid).split(" ");
-    return /(^|\/)pulumi$/.test(args[0] ?? "") && args[1] === "up" && args[args.indexOf("--stack") + 1] === stack;
+    const target = args[args.indexOf("--stack") + 1] ?? "";
+    return /(^|\/)pulumi$/.test(args[0] ?? "") && args[1] === "up" && (target === stack || /^\.shard-\d+$/.test(target.slice(stack.length)) && target.startsWith(stack));
   });
 }
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+// `pulumi-resource-user-groups`: the provider plugin's executable. The engine
+// starts it (from a plugin installed with `pulumi plugin install`, or found on
+// PATH) and talks to it over gRPC; it prints its port and serves until told to stop.
+import "./require-node"; // first: an older node would fail obscurely further on
+import { saveCompileCache } from "../compile-cache"; // covers the modules loaded after it
+import { main } from "@pulumi/pulumi/provider";
+import { hookProviderServer } from "./server-hooks";
+import { UserGroupPluginProvider } from "./provider";
+
+const provider = new UserGroupPluginProvider();
+hookProviderServer((config) => provider.configure(config));
+saveCompileCache();
+main(provider, process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`pulumi-resource-user-groups: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

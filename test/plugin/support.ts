@@ -1,0 +1,123 @@
+// What the plugin's tests share: the plugin tarball (packed once per content of
+// dist/ and cached), the tools the global setup built (YAML host, SDK
+// generator), and surroundings for running the `pulumi` CLI in a directory of
+// its own with a private PULUMI_HOME, as a user would.
+import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { inject } from "vitest";
+import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+
+const run = promisify(execFile);
+
+export const PLUGIN_VERSION = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+/** A bin directory the global setup made, or the reason it could not. */
+export function toolDir(name: "pulumiYamlBinDir" | "sdkgenBinDir"): string {
+  const dir = inject(name);
+  if (!dir || dir.startsWith("error:")) throw new Error(`${name}: ${dir || "not provided"}`);
+  return dir;
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((file) => !file.endsWith(".map") && !file.endsWith(".d.ts"))
+    .sort();
+}
+
+/** What the tarball is made of: dist/provider, dist/fake-server, the manifests and the packer. */
+function tarballKey(): string {
+  const hash = createHash("sha256");
+  for (const dir of ["dist/provider", "dist/fake-server"]) {
+    for (const file of filesUnder(path.join(REPO_ROOT, dir))) {
+      const full = path.join(REPO_ROOT, dir, file);
+      hash.update(`${dir}/${file}\0`);
+      try {
+        hash.update(readFileSync(full));
+      } catch {
+        // a directory
+      }
+    }
+  }
+  for (const file of ["package.json", "package-lock.json", "build/scripts/pack-plugin.js"]) hash.update(readFileSync(path.join(REPO_ROOT, file)));
+  return hash.digest("hex").slice(0, 16);
+}
+
+/**
+ * The plugin tarball `npm run plugin:pack` makes, for the built dist/. Packed
+ * once per content (test files running side by side wait for one another).
+ */
+export function pluginTarball(): string {
+  const cache = path.join(REPO_ROOT, ".work", "plugin-tarball");
+  const key = tarballKey();
+  const dir = path.join(cache, key);
+  mkdirSync(dir, { recursive: true });
+  const find = () => readdirSync(dir).find((file) => file.endsWith(".tar.gz"));
+  if (find() === undefined) {
+    execFileSync(
+      "flock",
+      [path.join(dir, ".lock"), "sh", "-c", 'ls "$1"/*.tar.gz >/dev/null 2>&1 || node "$2" --out "$1"', "sh", dir, path.join(REPO_ROOT, "build/scripts/pack-plugin.js")],
+      { stdio: ["ignore", "ignore", "inherit"] },
+    );
+  }
+  const file = find();
+  if (file === undefined) throw new Error(`no plugin tarball in ${dir}`);
+  // Tarballs of earlier builds (about 10 MB each) are not needed again.
+  for (const other of readdirSync(cache)) if (other !== key) rmSync(path.join(cache, other), { recursive: true, force: true });
+  return path.join(dir, file);
+}
+
+export interface CliEnv extends PulumiTestEnv {
+  /** The environment every `pulumi` command of the test runs with. */
+  readonly vars: NodeJS.ProcessEnv;
+  /** Runs `pulumi ARGS` in `cwd` (default: the work directory); rejects with its output on failure. */
+  pulumi(args: string[], options?: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string }): Promise<{ stdout: string; stderr: string }>;
+}
+
+/**
+ * A work directory, file backend and PULUMI_HOME of its own; on PATH: the
+ * engine, the YAML host and Node.js >= 22 (this process's), nothing of ours.
+ */
+export function createCliEnv(label: string, extraPath: string[] = []): CliEnv {
+  const base = createPulumiTestEnv(label);
+  const vars: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...base.envVars,
+    PATH: [...extraPath, base.binDir, toolDir("pulumiYamlBinDir"), path.dirname(process.execPath), process.env.PATH ?? ""].join(path.delimiter),
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+  };
+  for (const key of Object.keys(vars)) if (key.startsWith("USER_GROUPS_")) delete vars[key];
+  return {
+    ...base,
+    vars,
+    async pulumi(args, options = {}) {
+      const execOptions: ExecFileOptions & { encoding: "utf8" } = {
+        cwd: options.cwd ?? base.workDir,
+        env: { ...vars, ...options.env },
+        encoding: "utf8",
+        maxBuffer: 32 * 1024 * 1024,
+      };
+      const child = run("pulumi", args, execOptions);
+      if (options.input !== undefined) {
+        child.child.stdin?.end(options.input);
+      }
+      try {
+        return await child;
+      } catch (error) {
+        const failed = error as { stdout?: string; stderr?: string; message: string };
+        throw new Error(`pulumi ${args.join(" ")} failed: ${failed.message}\n${failed.stdout ?? ""}\n${failed.stderr ?? ""}`);
+      }
+    },
+  };
+}
+
+/** Installs the plugin tarball into the env's PULUMI_HOME, as a user would. */
+export async function installPlugin(env: CliEnv): Promise<string> {
+  const tarball = pluginTarball();
+  await env.pulumi(["plugin", "install", "resource", "user-groups", PLUGIN_VERSION, "--file", tarball]);
+  const installed = path.join(env.vars.PULUMI_HOME!, "plugins", `resource-user-groups-v${PLUGIN_VERSION}`);
+  if (!existsSync(path.join(installed, "pulumi-resource-user-groups"))) throw new Error(`the plugin is not in ${installed}`);
+  return installed;
+}
