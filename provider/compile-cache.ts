@@ -8,25 +8,9 @@
 // Never Node's default in the shared system temp directory, where another local
 // user could plant cache entries (code) that our processes would then run.
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off. A failure only means no cache.
-import { chmodSync, lstatSync, mkdirSync } from "node:fs";
 import nodeModule from "node:module";
 import os from "node:os";
-import path from "node:path";
-
-/** The per-user cache directory, made (mode 0700) if missing; undefined when it is not this user's alone. */
-export function privateCompileCacheDir(env: NodeJS.ProcessEnv, home: string): string | undefined {
-  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(home, ".cache");
-  const dir = path.join(base, "pulumi-user-groups", "compile-cache");
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const stats = lstatSync(dir);
-    if (!stats.isDirectory() || (typeof process.getuid === "function" && stats.uid !== process.getuid())) return undefined;
-    if ((stats.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-    return dir;
-  } catch {
-    return undefined;
-  }
-}
+import { privateCompileCacheDir } from "./compile-cache-dir";
 
 function enable(): void {
   if (typeof nodeModule.enableCompileCache !== "function") return;

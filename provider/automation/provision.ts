@@ -17,6 +17,8 @@ import { assertValidStackName } from "./stack-name";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
 import { engineBackendEnv, withoutCredentials } from "./backend-url";
 import { rateBudgetEnv } from "./rate-budget-env";
+import { pulumiCommandOnPath } from "./pulumi-command";
+import { compileCacheEnv } from "../compile-cache-dir";
 import { fileBackendDir } from "./stale-lock";
 import { removeLingeringTornSidecars } from "./torn-sidecars";
 import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validDeleteGuard } from "./delete-guard";
@@ -126,7 +128,7 @@ export interface RunOptions {
   readonly onTakeover?: (report: TakeoverReport) => void;
   /**
    * File and PostgreSQL backends: how many groups one Pulumi stack holds before new groups go to the
-   * stack's next shard, `<stack>.shard-<n>` (default 500, at most 5000). Groups never move: a smaller
+   * stack's next shard, `<stack>.shard-<n>` (default 250, at most 5000). Groups never move: a smaller
    * size applies to groups added from then on. See docs/performance.md, "Scale".
    */
   readonly shardSize?: number;
@@ -417,12 +419,15 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
       // The provider words its advice (a missing key) for a library's caller; the CLI says "cli" in envVars.
       [ENV_HINTS]: "automation",
       ...rateBudgetEnv(workspace.backendUrl),
+      // The dynamic provider processes load @pulumi/pulumi before our code could turn the cache on.
+      ...compileCacheEnv(options.envVars),
       ...options.envVars,
       ...engineBackendEnv(workspace.backendUrl),
       ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
     },
   };
   try {
+    settings.pulumiCommand = await pulumiCommandOnPath(settings.envVars);
     const select = () =>
       open.mustExist
         ? // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.

@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { compileCacheEnv } from "../../provider/compile-cache-dir";
 
 const REPO_ROOT = path.resolve(__dirname, "../..");
 
@@ -78,5 +79,28 @@ require("pulumi-user-groups/provider-runtime"); console.log(JSON.stringify({ bef
     expect((runNode(["-e", script], { ...env, NODE_COMPILE_CACHE: chosen }) as { after: string }).after).toContain(chosen);
     // Node's own switch turns it off.
     expect(runNode(["-e", script], { ...env, NODE_DISABLE_COMPILE_CACHE: "1" })).toEqual({ before: null, after: null });
+  });
+
+  it("a run hands the Node processes the engine starts the same private cache, unless the caller chose one or none", () => {
+    const tmp = mkdtempSync(path.join(os.tmpdir(), "ug-compile-cache-env-"));
+    cacheDirs.push(tmp);
+    const names = ["HOME", "XDG_CACHE_HOME", "NODE_COMPILE_CACHE", "NODE_DISABLE_COMPILE_CACHE"] as const;
+    const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
+    try {
+      for (const name of names) delete process.env[name];
+      process.env.HOME = tmp;
+      const own = path.join(tmp, ".cache", "pulumi-user-groups", "compile-cache");
+      expect(compileCacheEnv()).toEqual({ NODE_COMPILE_CACHE: own });
+      expect(statSync(own).mode & 0o777).toBe(0o700);
+      expect(compileCacheEnv({ NODE_COMPILE_CACHE: path.join(tmp, "chosen") })).toEqual({});
+      expect(compileCacheEnv({ NODE_DISABLE_COMPILE_CACHE: "1" })).toEqual({});
+      process.env.NODE_DISABLE_COMPILE_CACHE = "1";
+      expect(compileCacheEnv()).toEqual({});
+    } finally {
+      for (const name of names) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
+    }
   });
 });
