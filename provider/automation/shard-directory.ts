@@ -27,7 +27,7 @@ import { assertValidStackName, isValidStackName } from "./stack-name";
  * Groups per shard before new groups go to the next one (RunOptions.shardSize).
  * A shard's up costs the square of its size (its state is rewritten at every
  * step) plus a fixed start; 250 was fastest of 125, 250 and 500 for an up of
- * 3,000 and costs a preview nothing measurable (docs/performance.md, "Scale").
+ * 3,000, at the price of more shard starts in a preview (docs/performance.md, "Scale").
  */
 export const DEFAULT_SHARD_SIZE = 250;
 /** The most groups a shard may be asked to hold (a shard's state is rewritten at every step). */
