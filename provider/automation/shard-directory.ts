@@ -11,14 +11,13 @@
 // The directory lives in the backend beside the run lease: a table of ours on
 // PostgreSQL, a file (0700 directory, 0600 file) in a file backend. Other
 // backends (Pulumi Cloud, S3, ...) are not sharded: their groups stay in one stack.
-import { randomUUID } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
-import { hostname } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserGroupsError } from "../wire/errors";
 import { backendPlace, BackendUnreachableError } from "./engine-errors";
-import { createTablesIfMissing, processAlive } from "../client/shared-state";
+import { withFileLock } from "../client/file-lock";
+import { createTablesIfMissing } from "../client/shared-state";
 import { postgresTarget, privateDirs, withoutSecret, writePrivate } from "./run-lease";
 import { fileBackendDir } from "./stale-lock";
 import { assertValidStackName, isValidStackName } from "./stack-name";
@@ -172,13 +171,14 @@ const fileDirectorySchema = z.object({
 type FileDirectoryData = z.infer<typeof fileDirectorySchema>;
 
 const LOCK_STALE_MS = 60_000;
+const LOCK_WAIT_MS = 30_000;
 const MAX_DIRECTORY_BYTES = 64 * 1024 * 1024;
 
 /**
  * `<backend>/.user-groups/shards/<project>/<stack>/directory.json`, rewritten
- * whole (through a temporary file) under `directory.lock`, which a crashed
- * holder leaves behind: a lock whose pid is dead on this host, or older than
- * a minute (a critical section takes milliseconds), is broken.
+ * whole (through a temporary file) under `directory.lock` (client/file-lock.ts),
+ * which a crashed holder leaves behind: a lock whose pid is dead on this host,
+ * or older than a minute (a critical section takes milliseconds), is broken.
  */
 export class FileShardDirectory implements ShardDirectory {
   readonly sharded = true;
@@ -214,33 +214,17 @@ export class FileShardDirectory implements ShardDirectory {
     writePrivate(this.file, `${JSON.stringify(data)}\n`, false);
   }
 
-  private async locked<T>(work: () => T): Promise<T> {
+  private locked<T>(work: () => T): Promise<T> {
     privateDirs(this.backendDir, this.dir);
-    const lock = path.join(this.dir, "directory.lock");
-    const mine = JSON.stringify({ host: hostname(), pid: process.pid, at: Date.now(), id: randomUUID() });
-    for (let attempt = 0; ; attempt++) {
-      if (writePrivate(lock, mine, true)) break;
-      try {
-        const holder = JSON.parse(readFileSync(lock, "utf8")) as { host?: unknown; pid?: unknown; at?: unknown };
-        const dead = holder.host === hostname() && typeof holder.pid === "number" && !processAlive(holder.pid);
-        const old = typeof holder.at !== "number" || Date.now() - holder.at > LOCK_STALE_MS;
-        if (dead || old) rmSync(lock, { force: true });
-      } catch {
-        // vanished or being written: look again
-      }
-      if (attempt > 2_000) throw new UserGroupsError("shard_directory_locked", `The shard directory ${this.dir} stayed locked; remove directory.lock there if no run is going on.`);
-      await new Promise((resolve) => setTimeout(resolve, 5 + Math.floor(Math.random() * 20)));
-    }
-    try {
-      return work();
-    } finally {
-      // Ours only: a lock broken as stale and taken by another is left to it.
-      try {
-        if (readFileSync(lock, "utf8") === mine) rmSync(lock, { force: true });
-      } catch {
-        // already gone
-      }
-    }
+    return withFileLock(
+      path.join(this.dir, "directory.lock"),
+      {
+        staleMs: LOCK_STALE_MS,
+        waitMs: LOCK_WAIT_MS,
+        timedOut: () => new UserGroupsError("shard_directory_locked", `The shard directory ${this.dir} stayed locked; remove directory.lock there if no run is going on.`),
+      },
+      work,
+    );
   }
 
   async read() {

@@ -5,12 +5,11 @@
 // is recognised and its lock broken: on this host at once (its pid is gone),
 // from another host once the lock is older than any live holder keeps one.
 import { randomUUID } from "node:crypto";
-import { chmodSync, closeSync, constants, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { hostname } from "node:os";
+import { chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { LOCK_HERE, type LockHere, withFileLock } from "./file-lock";
 import { bookSlot, holdSlots, type SlotStore } from "./rate-budget";
-import { processAlive } from "./shared-state";
 import { UserGroupsError } from "../wire/errors";
 
 /** A lock older than this is a dead holder's whatever its host says (a live holder keeps it for microseconds). */
@@ -19,17 +18,7 @@ export const LOCK_STALE_MS = 5_000;
 const LOCK_WAIT_MS = 10_000;
 
 const ledgerSchema = z.object({ version: z.literal(1), nextFree: z.number().finite() });
-const lockSchema = z.object({ host: z.string().max(255), pid: z.number().int(), token: z.string().max(64), at: z.number() });
-type LockContent = z.infer<typeof lockSchema>;
-
-/** Where this process runs: injected so that tests can play a holder on another host. */
-export interface LockHere {
-  readonly host: string;
-  readonly pid: number;
-  readonly pidAlive: (pid: number) => boolean;
-}
-
-export const LOCK_HERE: LockHere = { host: hostname(), pid: process.pid, pidAlive: processAlive };
+export { LOCK_HERE, type LockHere } from "./file-lock";
 
 export class RateBudgetDirError extends UserGroupsError {
   constructor(dir: string, why: string) {
@@ -94,105 +83,20 @@ export class FileSlotStore implements SlotStore {
     if (!BUDGET_ID.test(budgetId)) throw new RateBudgetDirError(budgetId, "is not a budget name");
     this.prepare();
     const ledger = path.join(this.dir, `${budgetId}.json`);
-    const lock = path.join(this.dir, `${budgetId}.lock`);
-    const token = await this.acquire(lock);
-    try {
+    const lockOptions = {
+      staleMs: LOCK_STALE_MS,
+      waitMs: LOCK_WAIT_MS,
+      timedOut: () => new UserGroupsError("rate_budget_locked", "The rate budget's ledger stayed locked by a live holder"),
+      here: this.here,
+      now: this.now,
+      sleep: this.sleep,
+    };
+    return withFileLock(path.join(this.dir, `${budgetId}.lock`), lockOptions, () => {
       const { nextFree, result } = change(readLedger(ledger), this.now());
       writeLedger(ledger, { version: 1, nextFree });
       return result;
-    } finally {
-      releaseLock(lock, token);
-    }
+    });
   }
-
-  /** Takes the lock (breaking a dead holder's); its token. */
-  private async acquire(lock: string): Promise<string> {
-    const mine: LockContent = { host: this.here.host, pid: this.here.pid, token: randomUUID(), at: this.now() };
-    const started = this.now();
-    for (let attempt = 0; ; attempt++) {
-      if (createExclusive(lock, `${JSON.stringify({ ...mine, at: this.now() })}\n`)) return mine.token;
-      const holder = readLock(lock);
-      if (holder !== "missing" && this.holderIsDead(holder, lock)) {
-        breakLock(lock, holder);
-        continue;
-      }
-      if (this.now() - started > LOCK_WAIT_MS) throw new UserGroupsError("rate_budget_locked", "The rate budget's ledger stayed locked by a live holder");
-      await this.sleep(1 + Math.floor(Math.random() * Math.min(20, 2 + attempt)));
-    }
-  }
-
-  /** Same host and its pid gone: dead at once. Otherwise (or unreadable) only when older than any live holder keeps it. */
-  private holderIsDead(holder: LockContent | undefined, lock: string): boolean {
-    if (holder !== undefined && holder.host === this.here.host && !this.here.pidAlive(holder.pid)) return true;
-    const since = holder?.at ?? mtimeOf(lock);
-    return since !== undefined && this.now() - since > LOCK_STALE_MS;
-  }
-}
-
-function createExclusive(file: string, text: string): boolean {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
-  }
-  try {
-    writeSync(fd, text);
-  } finally {
-    closeSync(fd);
-  }
-  return true;
-}
-
-/** The lock's content; undefined when unreadable (a holder killed between create and write), "missing" when gone. */
-function readLock(lock: string): LockContent | undefined | "missing" {
-  try {
-    const text = readFileSync(lock, "utf8");
-    if (text.length > 1024) return undefined;
-    const parsed = lockSchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
-    return undefined;
-  }
-}
-
-function mtimeOf(file: string): number | undefined {
-  try {
-    return lstatSync(file).mtimeMs;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Moves a dead holder's lock aside. Two breakers may race: what was moved is
- * checked, and a lock that turns out to be a new live holder's is put back
- * (link: only if no one took the name meanwhile).
- */
-function breakLock(lock: string, judged: LockContent | undefined): void {
-  const aside = `${lock}.${randomUUID()}.broken`;
-  try {
-    renameSync(lock, aside);
-  } catch {
-    return; // someone else moved it first
-  }
-  const moved = readLock(aside);
-  const same = moved === undefined || moved === "missing" ? judged === undefined : judged !== undefined && moved.token === judged.token;
-  if (!same) {
-    try {
-      linkSync(aside, lock);
-    } catch {
-      // a third process holds the name now: the moved holder's unlock finds someone else's token and leaves it
-    }
-  }
-  rmSync(aside, { force: true });
-}
-
-function releaseLock(lock: string, token: string): void {
-  const current = readLock(lock);
-  if (current !== undefined && current !== "missing" && current.token === token) rmSync(lock, { force: true });
 }
 
 function readLedger(file: string): number | undefined {
