@@ -320,7 +320,9 @@ describe("FileSlotStore", () => {
 async function twoClientsSharingOneKey(storeOf: () => SlotStore, perClient: number): Promise<{ sent: number; limited: number; failed: number; budgetId: string }> {
   const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }], rateLimit: { requests: 10, windowSeconds: 4 } });
   const stores = [storeOf(), storeOf()];
-  const interval = slotIntervalMs({ requests: 10, windowMs: 4000 });
+  // Slots for 80% of the limit (8 per window, not 9.7): a loaded machine may send a request a few hundred ms
+  // late, into the next fixed window; two clients that did not share would still send 16 per window.
+  const interval = slotIntervalMs({ requests: 10, windowMs: 4000 }, 0.8);
   const clients = stores.map(
     (store) => new UserGroupsClient({ baseUrl: server.url, apiKey: KEY, rateBudget: new PacedRateBudget(store, budgetIdOf(server.url, KEY), interval) }),
   );
