@@ -4,7 +4,8 @@
 // or shards run in parallel) without knowing it:
 //   cli    on a fresh file backend against the unthrottled emulator (in a worker
 //          thread): provisionUserGroups of N new groups, previewUserGroups with
-//          nothing changed, detectDrift, destroyUserGroups; the same runs of the two
+//          nothing changed (answered from the state, then again with the engine run
+//          for every shard), detectDrift, destroyUserGroups; the same runs of the two
 //          floors (N no-op dynamic resources, plain and of a UserGroup's shape, as
 //          inline programs through the Automation API, as ours runs); seconds, and
 //          the peak resident memory of the engine and dynamic-provider processes
@@ -32,6 +33,7 @@ import {
   type RunOptions,
   UserGroupFleet,
 } from "../provider/automation/index.js";
+import { PREVIEW_ENGINE_ENV } from "../provider/automation/unchanged-state.js";
 import { commandLine, descendantsOf, isRunning } from "../test/support/kill-tree.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { declareFloor } from "./inline-floors.js";
@@ -60,6 +62,8 @@ export interface CliRun {
   readonly kind: ScaleKind;
   readonly n: number;
   readonly operations: Record<ScaleOperation, TimedOperation>;
+  /** Ours only: the unchanged preview with the engine run for every shard (USER_GROUPS_PREVIEW_ENGINE=always). */
+  readonly previewEngine?: TimedOperation;
 }
 
 export interface FleetScaleRun {
@@ -218,6 +222,11 @@ async function oursAt(n: number, server: ServerThread, workRoot: string): Promis
       () => previewUserGroups({ ...options, groups }),
       (r) => (!r.changed && r.summary.same === n ? undefined : `preview of an unchanged ${n} saw ${JSON.stringify(r.summary)}`),
     );
+    // The same preview as before the state could answer it: what the engine costs.
+    const previewEngine = await timed(
+      () => previewUserGroups({ ...options, envVars: { ...options.envVars, [PREVIEW_ENGINE_ENV]: "always" }, groups }),
+      (r) => (!r.changed && r.summary.same === n ? undefined : `engine preview of an unchanged ${n} saw ${JSON.stringify(r.summary)}`),
+    );
     const drift = await timed(
       () => detectDrift(options),
       (r) => (r.inSync && r.checked === n ? undefined : `drift checked ${r.checked} of ${n}, in sync: ${r.inSync}`),
@@ -228,7 +237,7 @@ async function oursAt(n: number, server: ServerThread, workRoot: string): Promis
     );
     const left = (await serverGroups(server)).length;
     if (left !== 0) throw new Error(`${left} groups left on the server after destroy`);
-    return { kind: "ours", n, operations: { up, "preview-unchanged": previewUnchanged, drift, destroy } };
+    return { kind: "ours", n, operations: { up, "preview-unchanged": previewUnchanged, drift, destroy }, previewEngine };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

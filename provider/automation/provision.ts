@@ -25,6 +25,7 @@ import { assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, validD
 import { type LeaseStore, leaseStoreFor, type RunLease } from "./run-lease";
 import { type TakeoverReport, underRunLease } from "./takeover";
 import { assertUserStackName } from "./shard-directory";
+import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
 import { assertShardDeletionsAllowed, eachLimited, mergeRunResults, shardConcurrency, ShardedStack, type ShardPart } from "./shards";
 import { UserGroupsError } from "../wire/errors";
 
@@ -699,6 +700,7 @@ async function runPrepared(
     let outputs: OutputMap | undefined;
     switch (operation) {
       case "preview":
+        if (options.refresh !== true && (await previewedFromState(prepared, options, specs, tracker))) break;
         await prepared.stack.preview({ ...common, ...refresh });
         break;
       case "up":
@@ -734,6 +736,24 @@ async function runPrepared(
 }
 
 /**
+ * A preview answered from the stack's state when it proves that nothing would
+ * change (unchanged-state.ts): the tracker gets the engine's "same" event for
+ * each group and the caller's output one line saying so. False (and nothing
+ * told) when the engine must run.
+ */
+async function previewedFromState(prepared: PreparedRun, options: RunOptions, specs: readonly GroupSpec[], tracker: ChangeTracker): Promise<boolean> {
+  if ((options.envVars?.[PREVIEW_ENGINE_ENV] ?? process.env[PREVIEW_ENGINE_ENV]) === "always") return false;
+  const proof = proveUnchanged(await prepared.stack.exportStack(), options.stack, specs);
+  if (!proof.unchanged) return false;
+  for (const event of proof.events) tracker.handle(event);
+  options.onOutput?.(
+    `Previewing stack ${JSON.stringify(options.stack)} from its state: it holds exactly the ${specs.length} declared groups, ` +
+      `as declared; no changes (the engine was not run; ${PREVIEW_ENGINE_ENV}=always runs it).\n`,
+  );
+  return true;
+}
+
+/**
  * `pulumi up` of the given groups: creates, updates, rotates, replaces, and deletes
  * groups no longer listed. An up that would delete every group of a non-empty stack
  * is refused unless `allowDeleteAll`; one that would delete more than `maxDeletes`
@@ -743,7 +763,12 @@ export async function provisionUserGroups(options: ProvisionOptions): Promise<Ru
   return run("up", options, validateGroups(options.groups));
 }
 
-/** What `provisionUserGroups` would change, without changing anything. */
+/**
+ * What `provisionUserGroups` would change, without changing anything. Without
+ * `refresh`, a stack (or shard) whose state proves that nothing would change is
+ * answered from the state without running the engine (docs/automation.md, "Big
+ * stacks: shards"); USER_GROUPS_PREVIEW_ENGINE=always runs the engine every time.
+ */
 export async function previewUserGroups(options: ProvisionOptions): Promise<RunResult> {
   return run("preview", options, validateGroups(options.groups));
 }

@@ -52,25 +52,29 @@ function leaseHolderOf(error: unknown): RunRecord | undefined {
 
 /**
  * Reads the lock of a stack on a file backend and describes its holders; when
- * none holds Pulumi's lock yet, the run holding the run lease (`refusal`: the error that refused this run).
+ * no live process holds Pulumi's lock (or its file is mid-write), the run
+ * holding the run lease (`refusal`: the error that refused this run).
  */
 export function explainLock(backendUrl: string, stack: string, recoverCommand: string, refusal?: unknown): { text?: string; allDead: boolean } {
-  let holders: LockHolderStatus[];
+  let holders: LockHolderStatus[] | undefined;
   try {
     holders = lockHolderStatus(backendUrl, PROJECT_NAME, stack);
   } catch {
-    return { allDead: false }; // a lock file being written or removed right now: nothing to add
+    holders = undefined; // a lock file being written or removed right now: it says nothing
   }
+  // Refused by our run lease: its holder was alive then. Pulumi's lock may be between its
+  // engine's runs (none, or a file that vanished as it was read): the lease holder is the run.
   const leaseHolder = leaseHolderOf(refusal);
-  if (holders.length === 0 && leaseHolder !== undefined) {
+  if (leaseHolder !== undefined && (holders ?? []).every((h) => h.alive === false)) {
     const since = new Date(leaseHolder.startedAt).toISOString();
     return {
       text:
         `Stack "${stack}" is locked: another run on it is in progress. Nothing was changed.\n  ` +
-        `pid ${leaseHolder.pid} on host "${leaseHolder.host}" (since ${since}) holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`,
+        `pid ${leaseHolder.pid} on host "${terminalText(leaseHolder.host)}" (since ${since}) holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`,
       allDead: false,
     };
   }
+  if (holders === undefined) return { allDead: false };
   const text = describeLockHolders(holders, stack, recoverCommand);
   return { ...(text !== undefined ? { text } : {}), allDead: allHoldersDead(holders) };
 }

@@ -19,9 +19,15 @@ export interface SqlSession {
 }
 
 /**
+ * What PostgreSQL answers the loser of two sessions creating one table at once:
+ * the catalog's unique index (23505), the table's row type (42710 "type ...
+ * already exists"), or the table itself (42P07).
+ */
+const CREATE_RACE_CODES = new Set(["23505", "42710", "42P07"]);
+
+/**
  * Runs each `CREATE TABLE IF NOT EXISTS`. Two sessions creating a table at once:
- * one loses on the catalog's unique index (23505, or 42P07); the table is there,
- * which a second try confirms.
+ * one loses (CREATE_RACE_CODES); the table is there, which a second try confirms.
  */
 export async function createTablesIfMissing(session: SqlSession, statements: readonly string[]): Promise<void> {
   for (const statement of statements) {
@@ -31,7 +37,7 @@ export async function createTablesIfMissing(session: SqlSession, statements: rea
         break;
       } catch (error) {
         const code = (error as { code?: string }).code;
-        if ((code !== "23505" && code !== "42P07") || attempt >= 3) throw error;
+        if (code === undefined || !CREATE_RACE_CODES.has(code) || attempt >= 3) throw error;
       }
     }
   }

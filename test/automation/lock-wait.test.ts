@@ -1,6 +1,13 @@
-// Waiting for a locked stack: the policy shared by the fleet and the CLI.
+// Waiting for a locked stack: the policy shared by the fleet and the CLI, and what
+// the CLI says of the run holding it.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { describe, expect, it } from "vitest";
+import { RunLeaseHeldError, type RunRecord } from "../../provider/automation/run-lease";
+import { PROJECT_NAME } from "../../provider/automation/workspace";
+import { explainLock } from "../../provider/cli/lock-message";
 import {
   isStackLocked,
   nextLockWaitMs,
@@ -130,5 +137,43 @@ describe("parseDurationMs", () => {
     expect(parseDurationMs("1h")).toBe(3_600_000);
     expect(parseDurationMs("ten minutes")).toBeUndefined();
     expect(parseDurationMs("-5s")).toBeUndefined();
+  });
+});
+
+describe("explainLock: who holds a locked stack", () => {
+  const lease = (pid: number): RunRecord => ({ version: 1, runId: "run-1", host: "ci-host", pid, startedAt: Date.UTC(2026, 10, 24), renewedAt: Date.UTC(2026, 10, 24), expiresAt: Date.UTC(2026, 10, 24) + 60_000, released: false, unfinished: [], adopt: [] });
+  const backend = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "explain-lock-"));
+    const locks = path.join(dir, ".pulumi", "locks", "organization", PROJECT_NAME, "prod");
+    mkdirSync(locks, { recursive: true });
+    return { dir, locks, url: `file://${dir}` };
+  };
+
+  it("names the run lease's holder when Pulumi's lock file is half written or gone as it is read", () => {
+    const { dir, locks, url } = backend();
+    try {
+      const refusal = new StackLockedError("prod", { cause: new RunLeaseHeldError(lease(4242)) });
+      // No lock file: the holder is between its engine's runs.
+      expect(explainLock(url, "prod", "user-groups recover", refusal).text).toMatch(/pid 4242 on host "ci-host" \(since 2026-11-24T00:00:00.000Z\) holds the lock and is still running/);
+      // A lock file caught mid-write (Pulumi writes it in place): before, this said nothing at all.
+      writeFileSync(path.join(locks, "a.json"), '{"pid": 12');
+      expect(explainLock(url, "prod", "user-groups recover", refusal).text).toMatch(/pid 4242 .* holds the lock and is still running/);
+      // Without a lease holder, a lock file mid-write leaves nothing to say.
+      expect(explainLock(url, "prod", "user-groups recover", new StackLockedError("prod")).text).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("describes Pulumi's live lock holders when there are any", () => {
+    const { dir, locks, url } = backend();
+    try {
+      writeFileSync(path.join(locks, "b.json"), JSON.stringify({ pid: process.pid, hostname: "elsewhere", timestamp: "2026-11-24T01:00:00Z" }));
+      const text = explainLock(url, "prod", "user-groups recover", new StackLockedError("prod", { cause: new RunLeaseHeldError(lease(4242)) })).text;
+      expect(text).toMatch(/pid \d+ on host "elsewhere" \(since 2026-11-24T01:00:00Z\) holds the lock; that host's processes cannot be checked from here/);
+      expect(text).not.toMatch(/4242/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

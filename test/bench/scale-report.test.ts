@@ -74,7 +74,21 @@ describe("scale report", () => {
       expect(markdown).toContain(heading);
     }
     expect(markdown).toContain("| 300 (baseline) |");
+    // A run without the engine's own preview (older results) has no such row.
+    expect(markdown).not.toContain("engine run for every shard");
     const svg = scaleChart(r);
     expect(svg.match(/<polyline /g)).toHaveLength(6);
+  });
+
+  it("reports the engine's own unchanged preview beside the one answered from the state", () => {
+    const r = results(0.004, 5);
+    const withEngine: ScaleResults = { ...r, cli: r.cli.map((run) => (run.kind === "ours" ? { ...run, previewEngine: op(2 + 0.008 * run.n) } : run)) };
+    const markdown = scaleMarkdown(withEngine);
+    const rows = markdown.split("\n").filter((line) => line.startsWith("| preview, nothing changed, engine run for every shard (USER_GROUPS_PREVIEW_ENGINE=always) |"));
+    expect(rows.map((line) => line.split("|")[3]!.trim())).toEqual(["10.0", "26.0", "82.0"]);
+    // The goal is judged on the preview users get; the engine's figure rides along.
+    expect(scaleVerdicts(withEngine).find((line) => line.startsWith("- unchanged preview of 10000"))).toBe(
+      "- unchanged preview of 10000: 42.0 s ✓ (goal: under 60 s; with the engine run for every shard 82.0 s)",
+    );
   });
 });

@@ -26,6 +26,7 @@ import {
   slotIntervalMs,
 } from "../../provider/client/rate-budget";
 import { rateBudgetEnv } from "../../provider/automation/rate-budget-env";
+import { createTablesIfMissing } from "../../provider/client/shared-state";
 import { type PostgresServer, startPostgres } from "../support/postgres";
 import { waitFor } from "../support/wait-for";
 
@@ -380,6 +381,31 @@ describe("clients sharing one key against the fake server's limit (10 per 4 s)",
       await client.end();
     }
   }, 60_000);
+
+  it("PostgreSQL: sessions racing to create one table all go on (createTablesIfMissing, which every shared store uses)", async () => {
+    const { Client } = await import("pg");
+    const sessions = Array.from({ length: 8 }, () => new Client({ connectionString: postgres.backendUrl }));
+    await Promise.all(sessions.map((session) => session.connect()));
+    try {
+      // A fresh table each round, created by all eight sessions at once: the losers meet 23505, 42710 or 42P07.
+      for (let round = 0; round < 5; round++) {
+        const statement = `CREATE TABLE IF NOT EXISTS race_${round} (id text PRIMARY KEY)`;
+        const outcomes = await Promise.allSettled(sessions.map((session) => createTablesIfMissing(session, [statement])));
+        expect(outcomes.filter((o) => o.status === "rejected").map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+      }
+      // Without the retry, sessions meet the race (here 23505 and 42710 were both seen): only these codes mean it.
+      const codes = new Set<string>();
+      for (let round = 0; round < 5; round++) {
+        const statement = `CREATE TABLE IF NOT EXISTS bare_race_${round} (id text PRIMARY KEY)`;
+        for (const outcome of await Promise.allSettled(sessions.map((session) => session.query(statement)))) {
+          if (outcome.status === "rejected") codes.add(String((outcome.reason as { code?: unknown }).code));
+        }
+      }
+      expect([...codes].every((code) => ["23505", "42710", "42P07"].includes(code)), [...codes].join(", ")).toBe(true);
+    } finally {
+      await Promise.all(sessions.map((session) => session.end()));
+    }
+  });
 
   it("PostgreSQL: a 429's hold reaches every sharer, and a row absurdly far ahead (a damaged table) is started again", async () => {
     const [a, b] = [new PostgresSlotStore(postgres.backendUrl), new PostgresSlotStore(postgres.backendUrl)];
