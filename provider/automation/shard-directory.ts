@@ -26,7 +26,8 @@ import { assertValidStackName, isValidStackName } from "./stack-name";
  * Groups per shard before new groups go to the next one (RunOptions.shardSize).
  * A shard's up costs the square of its size (its state is rewritten at every
  * step) plus a fixed start; 250 was fastest of 125, 250 and 500 for an up of
- * 3,000, at the price of more shard starts in a preview (docs/performance.md, "Scale").
+ * 3,000, at the price of more shard starts in a preview whose shards changed (an
+ * unchanged shard's preview reads its state only; docs/performance.md, "Scale").
  */
 export const DEFAULT_SHARD_SIZE = 250;
 /** The most groups a shard may be asked to hold (a shard's state is rewritten at every step). */
