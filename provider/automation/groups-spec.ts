@@ -22,6 +22,12 @@ export const groupSpecSchema = userGroupInputsSchema.strict();
 /** One group of a groups file, of `provisionUserGroups` or of a fleet call: a UserGroup's inputs. */
 export type GroupSpec = UserGroupInputs;
 
+/** A spec as a UserGroup's args: `properties: null` (clear them) is declared as no properties. */
+export function userGroupArgsOf(spec: GroupSpec): Omit<GroupSpec, "properties"> & { properties?: NonNullable<GroupSpec["properties"]> } {
+  const { properties, ...rest } = spec;
+  return properties === null || properties === undefined ? rest : { ...rest, properties };
+}
+
 /** @internal */
 export const groupsDocumentSchema = z.strictObject({ groups: z.array(z.unknown()) });
 

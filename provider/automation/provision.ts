@@ -8,7 +8,7 @@ import { diffUserGroup } from "../logic/diff";
 import type { CheckedInputs } from "../logic/inputs";
 import { UserGroup } from "../resource/user-group";
 import type { Environment } from "../wire/schemas";
-import { type GroupSpec, validateGroups } from "./groups-spec";
+import { type GroupSpec, userGroupArgsOf, validateGroups } from "./groups-spec";
 import { groupOfResourceName, nameOfUrn, resourceNameOf } from "./resource-name";
 import { EngineEdgeError, MissingPassphraseError, translateEngineError } from "./engine-errors";
 import { isStackLocked, StackLockedError, withStackLockWait } from "./lock-wait";
@@ -155,8 +155,7 @@ function lockKey(backendUrl: string, stack: string): string {
 
 /** One UserGroup of a spec, named by resourceNameOf. */
 export function declareGroup(spec: GroupSpec): UserGroup {
-  const { properties, ...rest } = spec;
-  return new UserGroup(resourceNameOf(spec), properties === null ? rest : { ...rest, properties });
+  return new UserGroup(resourceNameOf(spec), userGroupArgsOf(spec));
 }
 
 function programFor(specs: readonly GroupSpec[]) {

@@ -16,7 +16,7 @@ import { diffUserGroup } from "../logic/diff";
 import { checkInputs, type CheckedInputs } from "../logic/inputs";
 import { PROVIDER_MODULE_TEXT } from "../resource/provider-shell";
 import { USER_GROUP_TYPE } from "../resource/user-group";
-import type { GroupSpec } from "./groups-spec";
+import { type GroupSpec, userGroupArgsOf } from "./groups-spec";
 import { resourceNameOf, urnOf } from "./resource-name";
 import { PROJECT_NAME, stackSettingsName } from "./workspace";
 
@@ -94,10 +94,9 @@ function whereIn(error: z.ZodError): string {
   return [at, unknown].filter((part) => part !== "").join(": ") || "a shape";
 }
 
-/** The inputs the engine would store for `spec`: what the program sends (JSON), checked, plus the provider module. */
+/** The inputs the engine would store for `spec`: what the program sends (declareGroup's args as JSON), checked, plus the provider module. */
 function expectedInputs(spec: GroupSpec): Record<string, unknown> | undefined {
-  const { properties, ...rest } = spec;
-  const sent = JSON.parse(JSON.stringify(properties === null ? rest : { ...rest, properties })) as Record<string, unknown>;
+  const sent = JSON.parse(JSON.stringify(userGroupArgsOf(spec))) as Record<string, unknown>;
   const checked = checkInputs(sent);
   return checked.ok ? { ...checked.inputs, __provider: PROVIDER_MODULE_TEXT } : undefined;
 }

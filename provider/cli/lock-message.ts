@@ -63,16 +63,10 @@ export function explainLock(backendUrl: string, stack: string, recoverCommand: s
     holders = undefined; // a lock file being written or removed right now: it says nothing
   }
   // Refused by our run lease: its holder was alive then. Pulumi's lock may be between its
-  // engine's runs (none, or a file that vanished as it was read): the lease holder is the run.
+  // engine's runs (none, or a file that vanished as it was read): the lease holder is the live holder.
   const leaseHolder = leaseHolderOf(refusal);
   if (leaseHolder !== undefined && (holders ?? []).every((h) => h.alive === false)) {
-    const since = new Date(leaseHolder.startedAt).toISOString();
-    return {
-      text:
-        `Stack "${stack}" is locked: another run on it is in progress. Nothing was changed.\n  ` +
-        `pid ${leaseHolder.pid} on host "${terminalText(leaseHolder.host)}" (since ${since}) holds the lock and is still running: try again when it has finished, or wait for it with --lock-timeout.`,
-      allDead: false,
-    };
+    holders = [{ file: "", pid: leaseHolder.pid, hostname: leaseHolder.host, timestamp: new Date(leaseHolder.startedAt).toISOString(), alive: true }];
   }
   if (holders === undefined) return { allDead: false };
   const text = describeLockHolders(holders, stack, recoverCommand);
