@@ -3,7 +3,7 @@
 //   npm run bench:crash          (BENCH_TRIALS=20 BENCH_GROUPS=15 by default)
 // test/reliability/crash.test.ts runs a few trials of the same function.
 import path from "node:path";
-import { describeTrial, runCrashBench } from "../test/support/crash-trials.js";
+import { describeTrial, runCrashBench } from "../testkit/crash-trials.js";
 
 async function main(): Promise<void> {
   // The fake server here is unthrottled: no rate budget (the provider's default is the real service's 180/60).

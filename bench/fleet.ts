@@ -9,9 +9,9 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { startFakeServer, type FakeServer } from "../fake-server/index.js";
 import { provisionUserGroups, type RunOptions, UserGroupFleet } from "../provider/automation/index.js";
-import { selectStack } from "../provider/automation/provision.js";
-import { runFleetWorker } from "../test/support/fleet-worker-run.js";
-import { startPostgres } from "../test/support/postgres.js";
+import { selectStack } from "../provider/automation/internal.js";
+import { runFleetWorker } from "../testkit/fleet-worker-run.js";
+import { startPostgres } from "../testkit/postgres.js";
 import { declareFloor, FLOOR_TYPE } from "./inline-floors.js";
 import { median, percentile } from "./stats.js";
 
@@ -189,7 +189,7 @@ async function measureProcesses(processes: number, callsPerProcess: number, work
   rmSync(workDir, { recursive: true, force: true });
   try {
     const env = { ...process.env, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE, PULUMI_SKIP_UPDATE_CHECK: "true", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY };
-    const worker = path.join(repoRoot, "test", "support", "fleet-worker.cjs");
+    const worker = path.join(repoRoot, "testkit", "fleet-worker.cjs");
     const start = performance.now();
     const reports = await Promise.all(
       Array.from({ length: processes }, (_, p) =>

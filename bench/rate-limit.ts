@@ -16,10 +16,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { provisionUserGroups } from "../provider/automation/index.js";
-import { RATE_SAFETY } from "../provider/client/rate-budget.js";
-import { RATE_BUDGET_ENV } from "../provider/client/rate-budget-stores.js";
+import { RATE_SAFETY, RATE_BUDGET_ENV } from "../provider/client/rate-budget/index.js";
 import { startFakeServer } from "../fake-server/index.js";
-import { measureRateLimitedUp } from "../test/support/rate-limited-up.js";
+import { measureRateLimitedUp } from "../testkit/rate-limited-up.js";
 
 const REPO_ROOT = path.resolve(__dirname, "../..");
 

@@ -1,7 +1,7 @@
 // The scale benchmark's Markdown and chart (bench/scale.ts), each figure against
 // the goal issue 24 sets for it.
 import { type CliRun, type FleetScaleRun, type ScaleKind, type ScaleOperation, SCALE_OPERATIONS, type ScaleResults } from "./scale.js";
-import { PREVIEW_ENGINE_ENV } from "../provider/automation/unchanged-state.js";
+import { PREVIEW_ENGINE_ENV } from "../provider/automation/internal.js";
 import { median } from "./stats.js";
 import { lineChart } from "./svg-chart.js";
 

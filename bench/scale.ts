@@ -33,8 +33,8 @@ import {
   type RunOptions,
   UserGroupFleet,
 } from "../provider/automation/index.js";
-import { PREVIEW_ENGINE_ENV } from "../provider/automation/unchanged-state.js";
-import { commandLine, descendantsOf, isRunning } from "../test/support/kill-tree.js";
+import { PREVIEW_ENGINE_ENV } from "../provider/automation/internal.js";
+import { commandLine, descendantsOf, isRunning } from "../testkit/kill-tree.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { declareFloor } from "./inline-floors.js";
 import { type ProcessCost, watchPulumiProcesses } from "./peak-memory.js";

@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { startFakeServer } from "../fake-server/index.js";
 import { seededRandom } from "../fake-server/faults.js";
-import { startPostgres } from "../test/support/postgres.js";
-import { describeTakeoverTrial, killPoints, runTakeoverTrial, type TakeoverTrialResult } from "../test/support/takeover-trial.js";
+import { startPostgres } from "../testkit/postgres.js";
+import { describeTakeoverTrial, killPoints, runTakeoverTrial, type TakeoverTrialResult } from "../testkit/takeover-trial.js";
 import { median } from "./stats.js";
 
 const KEY = "bench-takeover-key-0000000001";
@@ -39,7 +39,7 @@ export async function measureTakeover(kills: number, seed: number, workRoot: str
   const root = mkdtempSync(path.join(workRoot, "takeover-"));
   const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }], journalSize: 100_000 });
   const postgres = await startPostgres();
-  const worker = path.join(repoRoot, "test", "support", "fleet-worker.cjs");
+  const worker = path.join(repoRoot, "testkit", "fleet-worker.cjs");
   const env = {
     PULUMI_CONFIG_PASSPHRASE: "bench-takeover",
     PULUMI_SKIP_UPDATE_CHECK: "true",

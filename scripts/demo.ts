@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type FakeServer, startFakeServer } from "../fake-server/index";
+import { type FakeServer, startFakeServer } from "../fake-server";
 
 // Compiled to build/scripts/ (tsconfig.tools.json); run from source, scripts/ is one level down.
 const ROOT = path.resolve(__dirname, path.basename(path.dirname(__dirname)) === "build" ? "../.." : "..");

@@ -4,77 +4,99 @@
  * drift and the groups-file checks the `user-groups` command uses.
  * @module pulumi-user-groups/automation
  */
-import { type GroupSpec, groupSpecSchema as groupSpecZodSchema } from "./groups-spec";
+import { type GroupSpec, groupSpecSchema as groupSpecZodSchema } from "./model";
 import type { Validator } from "../wire/schemas";
 
-export {
-  destroyUserGroups,
-  type EnsuredGroup,
-  type GroupChange,
-  type GroupEvent,
-  type DeleteGuardOptions,
-  type FieldChange,
-  type GroupResult,
-  type Operation,
-  OutsideBatchError,
-  previewUserGroups,
-  type ProvisionOptions,
-  provisionUserGroups,
-  refreshUserGroups,
-  type RunOptions,
-  type RunResult,
-  RunFailedError,
-  type RunSummary,
-  StackNotFoundError,
-} from "./provision";
-export {
-  BackendUnreachableError,
-  EngineEdgeError,
-  type HintAudience,
-  MissingPassphraseError,
-  PulumiCliMissingError,
-  PulumiCommandError,
-  WrongPassphraseError,
-} from "./engine-errors";
+// Whole-set runs, recovery and drift (operations/).
 export {
   compareDrift,
+  destroyUserGroups,
   detectDrift,
   type DriftKind,
   type DriftOptions,
   type DriftReport,
   type GroupDrift,
+  type PendingOperation,
+  previewUserGroups,
+  provisionUserGroups,
+  recoverStack,
+  type RecoveryReport,
+  refreshUserGroups,
   type ServiceGroup,
   type StateGroup,
-} from "./drift";
-export { formatDuration, type LockWaitOptions, parseDurationMs, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
-export { type GroupSpec, GroupsValidationError, type SpecProblem, validateGroups } from "./groups-spec";
-export { type GroupIdentity, groupOfResourceName, resourceNameOf, ResourceNameError } from "./resource-name";
-export { type PendingOperation, type RecoveryReport, recoverStack } from "./recover";
-export { LiveLockError, type LockHolder, readLockHolders, removeStaleLocks } from "./stale-lock";
-export { BackendTableNameError, type PulumiLock, RunLeaseLostError } from "./run-lease";
-export type { TakeoverReport } from "./takeover";
-export type { RegularFileProblem } from "./regular-file";
+} from "./operations";
+
+// Groups on demand (fleet/).
+export { type FleetGroup, FleetClosedError, FleetEnsureError, FleetGroupError, type FleetOptions, FleetStackError, isFleetStack, UserGroupFleet } from "./fleet";
+
+// What callers declare and get back (model/).
 export {
-  type FleetGroup,
-  FleetClosedError,
-  FleetEnsureError,
-  FleetGroupError,
-  FleetStackError,
-  isFleetStack,
-  type FleetOptions,
-  UserGroupFleet,
-} from "./fleet";
-export { UserGroupExistsError } from "../logic/operations";
-export { MissingCredentialsError } from "../logic/credentials";
+  assertValidStackName,
+  type DeleteGuardOptions,
+  DeletionRefusedError,
+  type EnsuredGroup,
+  type FieldChange,
+  formatDuration,
+  type GroupChange,
+  type GroupEvent,
+  type GroupIdentity,
+  groupOfResourceName,
+  type GroupResult,
+  type GroupSpec,
+  GroupsValidationError,
+  InvalidStackNameError,
+  isValidStackName,
+  type Operation,
+  parseDurationMs,
+  type ProvisionOptions,
+  type PulumiLock,
+  resourceNameOf,
+  ResourceNameError,
+  type RunOptions,
+  type RunResult,
+  type RunSummary,
+  type SpecProblem,
+  type TakeoverReport,
+  validateGroups,
+} from "./model";
+
+// Errors of one run at the engine's edge (engine/), Pulumi's locks and files (backend/), leases and shards.
+export {
+  BackendUnreachableError,
+  EngineEdgeError,
+  type HintAudience,
+  MissingPassphraseError,
+  OutsideBatchError,
+  PulumiCliMissingError,
+  PulumiCommandError,
+  RunFailedError,
+  StackNotFoundError,
+  UntrustedWorkspaceError,
+  WrongPassphraseError,
+} from "./engine";
+export {
+  FileRefusedError,
+  LiveLockError,
+  type LockHolder,
+  type LockWaitOptions,
+  readLockHolders,
+  type RegularFileProblem,
+  removeStaleLocks,
+  StackLockedError,
+  StackLockTimeoutError,
+  withStackLockWait,
+} from "./backend";
+export { RunLeaseLostError } from "./lease";
+export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError } from "./shards";
+
+// From the layers below.
+export { BackendTableNameError } from "../client/shared-state";
 export { UserGroupApiError } from "../client/errors";
-export { UserGroupsError } from "../wire/errors";
-export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
-export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError } from "./shard-directory";
-export { UntrustedWorkspaceError } from "./workspace";
+export { MissingCredentialsError } from "../logic/credentials";
+export { UserGroupExistsError } from "../logic/operations";
 export type { UserGroupInputs } from "../logic/inputs";
+export { UserGroupsError } from "../wire/errors";
 export type { Environment, JsonValue, Mapping, Properties, Validator } from "../wire/schemas";
 
 /** Checks one group spec as validateGroups does for each entry (its type leaves zod out of the package's declarations). */
 export const groupSpecSchema: Validator<GroupSpec> = groupSpecZodSchema;
-export { DeletionRefusedError } from "./delete-guard";
-export { FileRefusedError } from "./regular-file";

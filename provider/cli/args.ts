@@ -1,9 +1,6 @@
 // The `user-groups` command line: operations, options and their rules.
 import { parseArgs } from "node:util";
-import { backendUrlSecrets } from "../automation/backend-url";
-import { parseDurationMs } from "../automation/duration";
-import type { Operation } from "../automation/provision";
-import { isValidStackName } from "../automation/stack-name";
+import { backendUrlSecrets, parseDurationMs, type Operation, isValidStackName } from "../automation/internal";
 import { UserGroupsError } from "../wire/errors";
 
 export const EXIT_OK = 0;

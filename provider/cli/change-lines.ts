@@ -4,8 +4,7 @@
 // at once). Inputs only, so never a token. Every value is bounded and printed as
 // JSON with control, format and bidi characters escaped: a value is data, never
 // something a terminal or a Markdown renderer acts on.
-import type { FieldChange, GroupResult } from "../automation/provision";
-import { CONTROLS } from "../automation/resource-name";
+import { type FieldChange, type GroupResult, CONTROLS } from "../automation/internal";
 
 /** Longest value shown; longer ones end in "...". */
 const MAX_VALUE_CHARS = 60;

@@ -3,27 +3,8 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { detectDrift } from "../automation/drift";
-import { EngineEdgeError } from "../automation/engine-errors";
-import { FleetStackError, isFleetStack } from "../automation/fleet";
-import { type GroupSpec, GroupsValidationError } from "../automation/groups-spec";
-import { formatDuration, StackLockedError, StackLockTimeoutError } from "../automation/lock-wait";
-import {
-  destroyUserGroups,
-  previewUserGroups,
-  provisionUserGroups,
-  refreshUserGroups,
-  type RunOptions,
-  type RunResult,
-  RunFailedError,
-  workspaceOf,
-} from "../automation/provision";
-import { recoverStack } from "../automation/recover";
+import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, scrubText, secretValuesOf } from "../automation/internal";
 import { ENV_HINTS } from "../logic/credentials";
-import { assertDeletionsAllowed, DeletionRefusedError } from "../automation/delete-guard";
-import { writeFileReplacing } from "../automation/regular-file";
-import { UntrustedWorkspaceError } from "../automation/workspace";
-import { scrubText, secretValuesOf } from "../automation/stack-config";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
 import { type CliIo, printJson, reportFailure, tell } from "./io";

@@ -5,8 +5,7 @@
 // group's serialized properties (the wire's 1 MiB, groups-spec.ts). Every
 // problem names the file and the entry.
 import yaml from "js-yaml";
-import { type GroupSpec, groupsDocumentSchema, validateGroups } from "../automation/groups-spec";
-import { FileRefusedError, readRegularFile } from "../automation/regular-file";
+import { type GroupSpec, groupsDocumentSchema, validateGroups, FileRefusedError, readRegularFile } from "../automation/internal";
 import { UserGroupsError } from "../wire/errors";
 import { UsageError } from "./args";
 

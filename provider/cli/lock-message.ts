@@ -3,10 +3,7 @@
 // Pulumi's own "try again when it has finished" never comes true for a run
 // that was killed: its lock stays until removed, which the next changing run
 // does by itself (takeover.ts) once the holder is provably gone.
-import { RunLeaseHeldError, type RunRecord } from "../automation/run-lease";
-import { lockHolderStatus, type LockHolderStatus } from "../automation/stale-lock";
-import type { TakeoverReport } from "../automation/takeover";
-import { PROJECT_NAME } from "../automation/workspace";
+import { RunLeaseHeldError, type RunRecord, lockHolderStatus, type LockHolderStatus, type TakeoverReport, PROJECT_NAME } from "../automation/internal";
 import { terminalText } from "./terminal-text";
 
 /** A holder as a lock file describes it: outside text (anything can write a lock file into a backend), each field escaped. */

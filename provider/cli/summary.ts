@@ -4,8 +4,7 @@
 // are only counted. Bounded (GitHub refuses a step summary over 1 MiB and a
 // comment over 65,536 characters) and never a token: only names, changes and
 // field names are written.
-import type { DriftReport } from "../automation/drift";
-import type { GroupResult, RunResult } from "../automation/provision";
+import type { DriftReport, GroupResult, RunResult } from "../automation/internal";
 import { changeLines } from "./change-lines";
 import { markdownCell, markdownCode } from "./markdown-text";
 

@@ -4,7 +4,7 @@
 // Each of them is a thin shell that adapts Pulumi's calling convention to this.
 import { saveCompileCache } from "../compile-cache";
 import type { UserGroupsClient } from "../client/http-client";
-import { rateBudgetFromEnv } from "../client/rate-budget-stores";
+import { rateBudgetFromEnv } from "../client/rate-budget";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";

@@ -9,12 +9,12 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { freePort } from "../support/free-port";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import { freePort } from "../../testkit/free-port";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
-type AutomationModule = typeof import("../../provider/automation/index");
+type AutomationModule = typeof import("../../provider/automation");
 // As a service loads it: the built package.
 const automation = createRequire(path.join(REPO_ROOT, "package.json"))("pulumi-user-groups/automation") as AutomationModule;
 

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { GroupEvent, RunResult } from "../../provider/automation/index";
+import type { GroupEvent, RunResult } from "../../provider/automation";
 import {
   formatDriftTable,
   formatTable,

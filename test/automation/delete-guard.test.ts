@@ -7,12 +7,12 @@ import { lstatSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { assertDeletionsAllowed } from "../../provider/automation/delete-guard";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import { assertDeletionsAllowed } from "../../provider/automation/model/delete-guard";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli, USER_GROUPS_CLI } from "../support/user-groups-cli";
 
-type AutomationModule = typeof import("../../provider/automation/index");
+type AutomationModule = typeof import("../../provider/automation");
 type CliModule = typeof import("../../provider/cli/user-groups");
 const load = createRequire(path.join(REPO_ROOT, "package.json"));
 const automation = load("pulumi-user-groups/automation") as AutomationModule;

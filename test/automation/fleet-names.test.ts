@@ -7,10 +7,11 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { type GroupSpec, resourceNameOf, UserGroupFleet } from "../../provider/automation/index";
-import { groupsInState } from "../../provider/automation/fleet-state";
-import { type RunOptions, selectStack } from "../../provider/automation/provision";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import { type GroupSpec, resourceNameOf, UserGroupFleet } from "../../provider/automation";
+import { groupsInState } from "../../provider/automation/fleet/fleet-state";
+import { type RunOptions } from "../../provider/automation/model/results";
+import { selectStack } from "../../provider/automation/engine/open-stack";
 import { UserGroup } from "../../provider/resource/user-group";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { runUserGroupsCli } from "../support/user-groups-cli";

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFile
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { groupsFileJsonSchema } from "../../provider/automation/groups-json-schema";
-import { GroupsValidationError } from "../../provider/automation/groups-spec";
+import { groupsFileJsonSchema } from "../../provider/automation/model/groups-json-schema";
+import { GroupsValidationError } from "../../provider/automation/model/groups-spec";
 import { MAX_GROUPS_FILE_BYTES, readGroupsFile } from "../../provider/cli/groups-file";
 import { UsageError } from "../../provider/cli/args";
 import { REPO_ROOT } from "../support/pulumi-env";

@@ -3,9 +3,9 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { type ListeningProcess, watchServer } from "../support/listening-process";
-import { startPostgres, type PostgresServer } from "../support/postgres";
+import { startPostgres, type PostgresServer } from "../../testkit/postgres";
 import { waitFor } from "../support/wait-for";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 

@@ -6,7 +6,7 @@
 import path from "node:path";
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import {
   type GroupEvent,
@@ -17,9 +17,9 @@ import {
   type RunOptions,
   type RunResult,
   WrongPassphraseError,
-} from "../../provider/automation/index";
-import { exportIfExists } from "../../provider/automation/provision";
-import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../provider/automation/unchanged-state";
+} from "../../provider/automation";
+import { exportIfExists } from "../../provider/automation/engine/open-stack";
+import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../provider/automation/engine/unchanged-state";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
 const KEY = "preview-state-key-0001";

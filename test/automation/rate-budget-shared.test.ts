@@ -6,10 +6,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { provisionUserGroups } from "../../provider/automation/index";
-import { budgetIdOf } from "../../provider/client/rate-budget";
-import { type PostgresServer, startPostgres } from "../support/postgres";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import { provisionUserGroups } from "../../provider/automation";
+import { budgetIdOf } from "../../provider/client/rate-budget/budget";
+import { type PostgresServer, startPostgres } from "../../testkit/postgres";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
 const KEY = "shared-budget-e2e-key-5f1c2a9b7d";

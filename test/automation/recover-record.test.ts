@@ -6,8 +6,8 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { provisionUserGroups, recoverStack } from "../../provider/automation/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import { provisionUserGroups, recoverStack } from "../../provider/automation";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 

@@ -1,30 +1,19 @@
-// The run lease (provider/automation/run-lease.ts) and the pure parts of the
+// The run lease (provider/automation/lease/run-lease.ts) and the pure parts of the
 // takeover (takeover.ts) and of the provider's engine watchdog: decisions with
 // injected clocks, hosts and pids; the file and PostgreSQL stores for real.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  acquireRunLease,
-  advisoryKey,
-  BackendTableNameError,
-  classifyLockHolder,
-  FileLeaseStore,
-  type Here,
-  LEASE_TTL_MS,
-  leaseStateOf,
-  parseRunRecord,
-  PostgresLeaseStore,
-  postgresTarget,
-  type RunClaim,
-  type RunRecord,
-  successorRecord,
-} from "../../provider/automation/run-lease";
-import { StackLockedError } from "../../provider/automation/lock-wait";
-import { adoptingSpec, mergeAdopt, pendingCreatesOf, waitUntilQuiet } from "../../provider/automation/takeover";
+import { acquireRunLease } from "../../provider/automation/lease/run-lease";
+import { advisoryKey, PostgresLeaseStore } from "../../provider/automation/lease/postgres-store";
+import { BackendTableNameError, postgresTarget } from "../../provider/client/shared-state/postgres-target";
+import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../provider/automation/lease/record";
+import { FileLeaseStore } from "../../provider/automation/lease/file-store";
+import { StackLockedError } from "../../provider/automation/backend/lock-wait";
+import { adoptingSpec, mergeAdopt, pendingCreatesOf, waitUntilQuiet } from "../../provider/automation/engine/takeover";
 import { engineAddressOf, isDynamicProviderProcess, type ProbeResult, startEngineWatchdog } from "../../provider/resource/engine-watchdog";
-import { startPostgres, type PostgresServer } from "../support/postgres";
+import { startPostgres, type PostgresServer } from "../../testkit/postgres";
 
 const T0 = Date.parse("2026-11-24T10:00:00Z");
 

@@ -7,17 +7,17 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 import { runUserGroupsCli, USER_GROUPS_CLI } from "../support/user-groups-cli";
 
-type AutomationModule = typeof import("../../provider/automation/index");
-type WorkspaceModule = typeof import("../../provider/automation/workspace");
+type AutomationModule = typeof import("../../provider/automation");
+type WorkspaceModule = typeof import("../../provider/automation/engine/workspace");
 type CliModule = typeof import("../../provider/cli/user-groups");
 // As a service loads it: the built package.
 const load = createRequire(path.join(REPO_ROOT, "package.json"));
 const automation = load("pulumi-user-groups/automation") as AutomationModule;
-const workspace = load(path.join(REPO_ROOT, "dist/provider/automation/workspace.js")) as WorkspaceModule;
+const workspace = load(path.join(REPO_ROOT, "dist/provider/automation/engine/workspace.js")) as WorkspaceModule;
 const cliModule = load(USER_GROUPS_CLI) as CliModule;
 
 const KEY = "security-config-key-0001";

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import {
   destroyUserGroups,
   detectDrift,
@@ -14,7 +14,7 @@ import {
   provisionUserGroups,
   type RunOptions,
   UserGroupFleet,
-} from "../../provider/automation/index";
+} from "../../provider/automation";
 import {
   assertUserStackName,
   planAssignments,
@@ -22,9 +22,9 @@ import {
   ShardNameError,
   shardStackName,
   shardsOf,
-} from "../../provider/automation/shard-directory";
-import { eachLimited } from "../../provider/automation/shards";
-import { startPostgres, type PostgresServer } from "../support/postgres";
+} from "../../provider/automation/shards/directory";
+import { eachLimited } from "../../provider/automation/shards/sharded-stack";
+import { startPostgres, type PostgresServer } from "../../testkit/postgres";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
 const KEY = "shards-customer-key-0001";

@@ -1,7 +1,7 @@
 // The Markdown summaries for reviewers: counts, one row per changed group, bounded, no tokens.
 import { describe, expect, it } from "vitest";
-import type { DriftReport } from "../../provider/automation/drift";
-import type { GroupResult, RunResult } from "../../provider/automation/provision";
+import type { DriftReport } from "../../provider/automation/operations/drift";
+import type { GroupResult, RunResult } from "../../provider/automation/model/results";
 import { driftSummaryMarkdown, MAX_SUMMARY_CHARS, markdownCell, markdownCode, runSummaryMarkdown } from "../../provider/cli/summary";
 
 const TOKEN = "a".repeat(64);

@@ -5,9 +5,9 @@
 import { readFileSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { previewUserGroups, provisionUserGroups, recoverStack } from "../../provider/automation/index";
-import { removeLingeringTornSidecars } from "../../provider/automation/torn-sidecars";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import { previewUserGroups, provisionUserGroups, recoverStack } from "../../provider/automation";
+import { removeLingeringTornSidecars } from "../../provider/automation/backend/torn-sidecars";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
 const KEY = "torn-sidecar-key-0001";

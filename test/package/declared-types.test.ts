@@ -11,7 +11,7 @@ import type * as auth from "../../fake-server/auth";
 import type * as faults from "../../fake-server/faults";
 import type * as options from "../../fake-server/options";
 import type * as store from "../../fake-server/store";
-import type * as groupsSpec from "../../provider/automation/groups-spec";
+import type * as groupsSpec from "../../provider/automation/model/groups-spec";
 import type * as inputs from "../../provider/logic/inputs";
 import type * as wire from "../../provider/wire/schemas";
 import type { Validator } from "../../provider/wire/schemas";

@@ -5,7 +5,7 @@
 // which vitest's module loader does not do for TypeScript sources).
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { SIGNATURE_KEY } from "../../provider/logic/reserved-values";
 import { SECRET_SIGNATURE } from "../../provider/plugin/secrets";
 import { configLookupFrom } from "../../provider/plugin/server-hooks";

@@ -10,7 +10,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { INPUT_DESCRIPTIONS } from "../../provider/logic/descriptions";
 import { type CliEnv, createCliEnv, pluginTarball, toolDir } from "./support";
 

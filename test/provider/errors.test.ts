@@ -2,14 +2,14 @@
 // fake server's own) is a UserGroupsError with a stable code, keeps its name,
 // and keeps the error underneath as `cause`.
 import { describe, expect, it } from "vitest";
-import * as automation from "../../provider/automation/index";
+import * as automation from "../../provider/automation";
 import { UsageError } from "../../provider/cli/args";
 import { InvalidTuningError } from "../../provider/client/tuning";
-import { InvalidRateLimitError } from "../../provider/client/rate-budget";
-import { RateBudgetDirError } from "../../provider/client/rate-budget-file";
-import { InvalidRateBudgetStoreError } from "../../provider/client/rate-budget-stores";
+import { InvalidRateLimitError } from "../../provider/client/rate-budget/budget";
+import { RateBudgetDirError } from "../../provider/client/rate-budget/file-store";
+import { InvalidRateBudgetStoreError } from "../../provider/client/rate-budget/stores";
 import { InsecureTransportError } from "../../provider/client/transport";
-import * as entry from "../../provider/index";
+import * as entry from "../../provider";
 import { UserGroupsError } from "../../provider/wire/errors";
 import { ApiError } from "../../fake-server/errors";
 import { ClientGone } from "../../fake-server/http";

@@ -5,7 +5,7 @@
 // what is checked is what the program sees, before anything reaches an engine.
 import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ImportNotSupportedError, UserGroup, UserGroupsError } from "../../provider/index";
+import { ImportNotSupportedError, UserGroup, UserGroupsError } from "../../provider";
 
 const registered: string[] = [];
 

@@ -1,7 +1,7 @@
 // The lifecycle functions (create/read/update/rotate/delete) with a real client
 // against the fake server: adoption, lost answers, out-of-band changes.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import type { CheckedInputs, UserGroupOutputs } from "../../provider/logic/inputs";
 import {

@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
 import { createUserGroupStack, loadPackage, readStoredState, type StackHandle } from "../support/user-group-stack";

@@ -5,7 +5,7 @@
 // points spread, create and rotate); `npm run bench:crash` runs twenty.
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeTrial, runCrashBench } from "../support/crash-trials";
+import { describeTrial, runCrashBench } from "../../testkit/crash-trials";
 import { REPO_ROOT } from "../support/pulumi-env";
 
 describe.skipIf(process.platform !== "linux")("crash consistency (kill -9 during up)", () => {

@@ -15,7 +15,7 @@ import {
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
-import { freePort } from "../support/free-port";
+import { freePort } from "../../testkit/free-port";
 import { waitFor } from "../support/wait-for";
 
 const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };

@@ -9,7 +9,7 @@
 // Probabilistic rules are seeded: each file prints its FAULT_SEED; run it again with
 // FAULT_SEED=<n> to replay the same chances.
 import { describe, expect, it } from "vitest";
-import type { FaultRuleInput } from "../../fake-server/index";
+import type { FaultRuleInput } from "../../fake-server";
 import { API_METHODS } from "../../provider/wire/schemas";
 import {
   API_KEYS,

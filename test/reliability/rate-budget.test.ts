@@ -7,11 +7,11 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, sy
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeServer } from "../../fake-server/index";
+import { startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { FileSlotStore, LOCK_STALE_MS } from "../../provider/client/rate-budget-file";
-import { PostgresSlotStore } from "../../provider/client/rate-budget-postgres";
-import { rateBudgetFromEnv, slotStoreFor } from "../../provider/client/rate-budget-stores";
+import { FileSlotStore, LOCK_STALE_MS } from "../../provider/client/rate-budget/file-store";
+import { PostgresSlotStore } from "../../provider/client/rate-budget/postgres-store";
+import { rateBudgetFromEnv, slotStoreFor } from "../../provider/client/rate-budget/stores";
 import {
   bookSlot,
   budgetIdOf,
@@ -24,10 +24,10 @@ import {
   type RateBudget,
   type SlotStore,
   slotIntervalMs,
-} from "../../provider/client/rate-budget";
-import { rateBudgetEnv } from "../../provider/automation/rate-budget-env";
-import { createTablesIfMissing } from "../../provider/client/shared-state";
-import { type PostgresServer, startPostgres } from "../support/postgres";
+} from "../../provider/client/rate-budget/budget";
+import { rateBudgetEnv } from "../../provider/automation/backend/rate-budget-env";
+import { createTablesIfMissing } from "../../provider/client/shared-state/tables";
+import { type PostgresServer, startPostgres } from "../../testkit/postgres";
 import { waitFor } from "../support/wait-for";
 
 const KEY = "rate-budget-test-key-0123456789abcdef";

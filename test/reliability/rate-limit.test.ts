@@ -5,7 +5,7 @@
 // `npm run bench:rate-limit`; here a shorter window keeps `npm test` fast.
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { measureRateLimitedUp } from "../support/rate-limited-up";
+import { measureRateLimitedUp } from "../../testkit/rate-limited-up";
 import { REPO_ROOT } from "../support/pulumi-env";
 
 describe("rate limit", () => {

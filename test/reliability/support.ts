@@ -5,7 +5,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
 import { createUserGroupStack, loadPackage, type StackHandle } from "../support/user-group-stack";
 

@@ -7,8 +7,8 @@ import { type ConfigMap, LocalWorkspace, type OutputMap, type Stack } from "@pul
 import { cpSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import type { ApiKeyConfig } from "../../fake-server/index";
+import { type FakeServer, startFakeServer } from "../../fake-server";
+import type { ApiKeyConfig } from "../../fake-server";
 import { createPulumiTestEnv, REPO_ROOT } from "./pulumi-env";
 
 export interface ChangeCounts {

@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "./pulumi-env";
 
-export type PackageModule = typeof import("../../provider/index");
+export type PackageModule = typeof import("../../provider");
 
 /** The package as a Pulumi program would load it (self-reference through package.json "exports"). */
 export function loadPackage(): PackageModule {

@@ -1,0 +1,94 @@
+// The layering of provider/ and fake-server/ (docs/architecture.md), checked by
+// dependency-cruiser in `npm test` (test/architecture/layers.test.ts):
+//   wire -> client -> logic -> resource / plugin -> automation -> cli
+// never upward, no import cycles, the automation folders one way
+// (model -> backend -> lease -> engine -> shards -> operations, fleet), each
+// folder entered through its index.ts, and cli/ and the repository's tools using
+// automation only through its entry points (index.ts, internal.ts).
+/** Paths below provider/ a layer must not import. */
+const LAYERS = [
+  ["wire", ["client", "logic", "resource", "plugin", "automation", "cli"]],
+  ["client", ["logic", "resource", "plugin", "automation", "cli"]],
+  ["logic", ["resource", "plugin", "automation", "cli"]],
+  ["resource", ["plugin", "automation", "cli"]],
+  ["plugin", ["automation", "cli"]],
+  ["automation", ["plugin", "cli"]],
+];
+/** Folders of provider/automation/ a folder must not import (the ones below it in the table in its README). */
+const AUTOMATION = [
+  ["model", ["backend", "lease", "engine", "shards", "operations", "fleet"]],
+  ["backend", ["lease", "engine", "shards", "operations", "fleet"]],
+  ["lease", ["engine", "shards", "operations", "fleet"]],
+  ["engine", ["shards", "operations", "fleet"]],
+  ["shards", ["operations", "fleet"]],
+  ["fleet", ["operations"]],
+];
+const either = (names) => `(${names.join("|")})`;
+
+module.exports = {
+  forbidden: [
+    { name: "no-cycles", severity: "error", comment: "An import cycle: one of the files belongs a layer lower.", from: { path: "^(provider|fake-server)/" }, to: { circular: true } },
+    ...LAYERS.map(([layer, above]) => ({
+      name: `layer-${layer}`,
+      severity: "error",
+      comment: `provider/${layer} imports a layer above it.`,
+      from: { path: `^provider/${layer}/` },
+      to: { path: `^provider/${either(above)}/` },
+    })),
+    {
+      name: "provider-root-stays-low",
+      severity: "error",
+      comment: "The package entry and helpers at provider/ import no automation or cli.",
+      from: { path: "^provider/[^/]+\\.ts$" },
+      to: { path: "^provider/(automation|cli|plugin)/" },
+    },
+    {
+      name: "fake-server-shares-only-wire",
+      severity: "error",
+      comment: "The emulator shares the wire schemas with the client, and nothing else of provider/.",
+      from: { path: "^fake-server/" },
+      to: { path: "^provider/", pathNot: "^provider/wire/" },
+    },
+    ...AUTOMATION.map(([folder, above]) => ({
+      name: `automation-${folder}`,
+      severity: "error",
+      comment: `provider/automation/${folder} imports a folder above it.`,
+      from: { path: `^provider/automation/${folder}/` },
+      to: { path: `^provider/automation/${either(above)}/` },
+    })),
+    {
+      name: "automation-folder-through-index",
+      severity: "error",
+      comment: "Another folder's file is imported directly: go through that folder's index.ts.",
+      from: { path: "^provider/automation/([^/]+)/" },
+      to: { path: "^provider/automation/[^/]+/[^/]+\\.ts$", pathNot: ["^provider/automation/$1/", "/index\\.ts$"] },
+    },
+    {
+      name: "automation-entry-points-only",
+      severity: "error",
+      comment: "cli/, bench/, scripts/ and testkit/ use automation only through index.ts or internal.ts.",
+      from: { path: "^(provider/cli|bench|scripts|testkit)/" },
+      to: { path: "^provider/automation/", pathNot: "^provider/automation/(index|internal)\\.ts$" },
+    },
+    {
+      name: "client-folder-through-index",
+      severity: "error",
+      comment: "A client/ sub-folder's file is imported directly from outside it: go through its index.ts.",
+      from: { path: "^provider/", pathNot: "^provider/client/(shared-state|rate-budget)/" },
+      to: { path: "^provider/client/(shared-state|rate-budget)/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
+    },
+    {
+      name: "tools-not-from-tests",
+      severity: "error",
+      comment: "bench/, scripts/ and testkit/ never import test/: the harness they share with the tests is testkit/.",
+      from: { path: "^(bench|scripts|testkit)/" },
+      to: { path: "^test/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(node_modules|dist|build)/" },
+    tsConfig: { fileName: "tsconfig.json" },
+    tsPreCompilationDeps: true,
+  },
+};

@@ -1,0 +1,12 @@
+// engine/: one stack, one run. The work directory and workspace, the inline
+// program, change tracking, Pulumi's errors in our words, stack config, the
+// takeover of a dead run, a preview answered from the state, and runOnce.
+export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } from "./change-tracker";
+export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./engine-errors";
+export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
+export { declareGroup } from "./program";
+export { runOnce } from "./run-once";
+export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
+export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
+export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";

@@ -1,0 +1,161 @@
+// One run of one stack under its run lease: the delete guard, the engine call
+// (or a preview answered from the state), and the run's result.
+import type { OutputMap } from "@pulumi/pulumi/automation";
+import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
+import { EngineEdgeError } from "./engine-errors";
+import { StackLockedError, withoutCredentials } from "../backend";
+import { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
+import { PROJECT_NAME } from "./workspace";
+import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
+import { underRunLease } from "./takeover";
+import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
+import { ChangeTracker, RunFailedError, missingCredentials } from "./change-tracker";
+import { PreparedRun, openStack, runError } from "./open-stack";
+
+function summaryOf(changes: Map<string, GroupChange>): RunSummary {
+  const counts = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
+  for (const change of changes.values()) {
+    if (change in counts) counts[change as keyof typeof counts] += 1;
+  }
+  return counts;
+}
+
+function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outputs: OutputMap | undefined): GroupResult[] {
+  const changes = tracker.changes;
+  const values = (outputs?.groups?.value ?? {}) as Record<string, Partial<GroupResult>>;
+  const names = new Set<string>([...specs.map(resourceNameOf), ...changes.keys()]);
+  return [...names].sort().map((resourceName) => {
+    const spec = specs.find((s) => resourceNameOf(s) === resourceName);
+    const value = values[resourceName] ?? {};
+    const named = spec ?? groupOfResourceName(resourceName);
+    const profile = named.profile;
+    return {
+      resourceName,
+      userGroupId: named.userGroupId,
+      ...(profile !== undefined ? { profile } : {}),
+      change: changes.get(resourceName) ?? "same",
+      ...(tracker.changedFields.has(resourceName) ? { changedFields: tracker.changedFields.get(resourceName) } : {}),
+      ...(tracker.fieldChanges.has(resourceName) ? { fieldChanges: tracker.fieldChanges.get(resourceName) } : {}),
+      ...(value.name !== undefined ? { name: value.name } : {}),
+      ...(value.token !== undefined ? { token: value.token } : {}),
+      ...(value.teamId !== undefined ? { teamId: value.teamId } : {}),
+      ...(value.apiEnvironmentTag !== undefined ? { apiEnvironmentTag: value.apiEnvironmentTag } : {}),
+    };
+  });
+}
+
+/**
+ * One run of an operation under the stack's run lease (or under `held`, a lease
+ * the caller already holds: recover's final up). A dead run's leftovers are
+ * taken over first, except by a preview, which changes nothing.
+ */
+export async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, held?: RunLease): Promise<RunResult> {
+  // refresh and destroy never run the program; they need a stack to work on, and never make one.
+  const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
+  let store: LeaseStore | undefined;
+  try {
+    store = held ? undefined : leaseStoreFor(prepared.backendUrl, PROJECT_NAME, options.stack);
+    return await underRunLease(
+      {
+        stack: prepared.stack,
+        stackName: options.stack,
+        backendUrl: prepared.backendUrl,
+        store,
+        ...(held ? { held } : {}),
+        adopt: true,
+        // A preview changes nothing, not even to take over a dead run: the next changing run does.
+        takeOver: operation !== "preview",
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+        ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
+      },
+      (signal) => runPrepared(operation, options, specs, guard, prepared, signal),
+    );
+  } catch (error) {
+    throw runError(error, options);
+  } finally {
+    prepared.release();
+    await store?.close();
+  }
+}
+
+async function runPrepared(
+  operation: Operation,
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  prepared: PreparedRun,
+  signal: AbortSignal | undefined,
+): Promise<RunResult> {
+  const tracker = new ChangeTracker(options.onEvent);
+  const common = {
+    onEvent: tracker.handle,
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+    ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+    ...(signal ? { signal } : {}),
+  };
+  const refresh = options.refresh === true ? { refresh: true } : {};
+  try {
+    // Mass deletion needs an explicit word, decided from the state before the engine runs.
+    const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
+    if ((operation === "up" || operation === "destroy") && guarded) {
+      const held = heldGroupNames(await prepared.stack.exportStack());
+      const declared = new Set(specs.map(resourceNameOf));
+      const deleting = operation === "destroy" ? held : held.filter((name) => !declared.has(name));
+      assertDeletionsAllowed({ operation, stack: options.stack, held: held.length, deleting }, guard);
+    }
+    let outputs: OutputMap | undefined;
+    switch (operation) {
+      case "preview":
+        if (options.refresh !== true && (await previewedFromState(prepared, options, specs, tracker))) break;
+        await prepared.stack.preview({ ...common, ...refresh });
+        break;
+      case "up":
+        outputs = (await prepared.stack.up({ ...common, ...refresh })).outputs;
+        break;
+      case "refresh":
+        await prepared.stack.refresh(common);
+        break;
+      case "destroy":
+        await prepared.stack.destroy(common);
+        break;
+    }
+    const summary = summaryOf(tracker.changes);
+    return {
+      operation,
+      stack: options.stack,
+      backendUrl: withoutCredentials(prepared.backendUrl),
+      summary,
+      changed: summary.create + summary.update + summary.replace + summary.delete > 0,
+      groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
+    };
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    const translated = runError(error, options);
+    const secrets = secretValuesOf(options);
+    const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
+    const missing = missingCredentials(tracker);
+    if (missing !== undefined) throw missing;
+    // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
+    if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) throw translated;
+    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
+  }
+}
+
+/**
+ * A preview answered from the stack's state when it proves that nothing would
+ * change (unchanged-state.ts): the tracker gets the engine's "same" event for
+ * each group and the caller's output one line saying so. False (and nothing
+ * told) when the engine must run.
+ */
+async function previewedFromState(prepared: PreparedRun, options: RunOptions, specs: readonly GroupSpec[], tracker: ChangeTracker): Promise<boolean> {
+  if ((options.envVars?.[PREVIEW_ENGINE_ENV] ?? process.env[PREVIEW_ENGINE_ENV]) === "always") return false;
+  const proof = proveUnchanged(await prepared.stack.exportStack(), options.stack, specs);
+  if (!proof.unchanged) return false;
+  for (const event of proof.events) tracker.handle(event);
+  options.onOutput?.(
+    `Previewing stack ${JSON.stringify(options.stack)} from its state: it holds exactly the ${specs.length} declared groups, ` +
+      `as declared; no changes (the engine was not run; ${PREVIEW_ENGINE_ENV}=always runs it).\n`,
+  );
+  return true;
+}

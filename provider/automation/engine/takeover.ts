@@ -1,0 +1,301 @@
+// Taking over a dead run's stack (docs/architecture.md, "Names and locks"; CONTRACT
+// F7). A run that holds the run lease and finds a Pulumi lock whose holder is
+// provably gone:
+//   1. waits until the dead run can send nothing more (its provider processes
+//      exit within seconds of losing their engine: provider/resource/engine-watchdog.ts),
+//   2. removes that lock (and, on a file backend, the files a killed checkpoint write tore),
+//   3. records the pending creates in the run record (in the backend, never in the work directory),
+//   4. clears them with a refresh (targeted: the groups whose update or delete was pending),
+//   5. adopts exactly those groups: a targeted `up` declaring each as the dead run
+//      did (its pending create's inputs) with adoptExisting, so that a retried
+//      request finds the group the dead run made, with its token, once.
+// Steps 3-5 survive an interruption: the next holder inherits the record.
+import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { readdirSync, readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { USER_GROUP_TYPE } from "../../resource/user-group";
+import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
+// provision.ts runs its operations through this module; declareGroup is only called at run time.
+import { declareGroup } from "./program";
+import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
+import { fileBackendDir, repairTornWrites } from "../backend";
+import { PROJECT_NAME } from "./workspace";
+
+/** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
+export const QUIET_MS = 5_000;
+/** How long a dead run's processes on this host get to exit by themselves before they are killed. */
+const ORPHAN_GRACE_MS = 10_000;
+
+interface RawPendingOperation {
+  type?: string;
+  resource?: { urn?: string; type?: string; inputs?: Record<string, unknown> };
+}
+
+interface RawDeployment {
+  pending_operations?: RawPendingOperation[];
+  resources?: Array<{ urn?: string; type?: string }>;
+}
+
+function isGroup(op: RawPendingOperation): op is RawPendingOperation & { resource: { urn: string; type: string } } {
+  return op.resource?.type?.endsWith(":UserGroup") === true && typeof op.resource.urn === "string";
+}
+
+/** The state's pending operations on groups. */
+export function pendingOf(deployment: unknown): PendingOperation[] {
+  const operations = (deployment as RawDeployment | undefined)?.pending_operations ?? [];
+  return operations.filter(isGroup).map((op) => ({ type: op.type ?? "unknown", resourceName: nameOfUrn(op.resource.urn) }));
+}
+
+/** Each pending create of a group, with the inputs the run declared it with. */
+export function pendingCreatesOf(deployment: unknown): AdoptEntry[] {
+  const operations = (deployment as RawDeployment | undefined)?.pending_operations ?? [];
+  return operations
+    .filter(isGroup)
+    .filter((op) => op.type === "creating")
+    .map((op) => ({ resourceName: nameOfUrn(op.resource.urn), inputs: op.resource.inputs ?? {} }));
+}
+
+/** The adopt list after this takeover: what the record held, and the state's pending creates (newer inputs win). */
+export function mergeAdopt(recorded: readonly AdoptEntry[], pending: readonly AdoptEntry[]): AdoptEntry[] {
+  const byName = new Map<string, AdoptEntry>();
+  for (const entry of [...recorded, ...pending]) byName.set(entry.resourceName, entry);
+  return [...byName.values()].sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
+}
+
+/** A group spec from a pending create's inputs, adopting; undefined when they are not a valid spec of that very group. */
+export function adoptingSpec(entry: AdoptEntry): GroupSpec | undefined {
+  const { name, userGroupId, mapping, properties, rotationTrigger, profile } = entry.inputs as Record<string, unknown>;
+  const candidate = Object.fromEntries(
+    Object.entries({ name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting: true }).filter(([, v]) => v !== undefined),
+  );
+  const parsed = groupSpecSchema.safeParse(candidate);
+  if (!parsed.success || resourceNameOf(parsed.data) !== entry.resourceName) return undefined;
+  return parsed.data;
+}
+
+/** Pids of this host's processes that belong to one of these runs (their environment names it). Linux; elsewhere none are seen. */
+export function processesOfRuns(runIds: readonly string[]): number[] {
+  if (runIds.length === 0) return [];
+  const marks = runIds.map((id) => `${RUN_ID_ENV}=${id}`);
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z") continue; // exited, not yet reaped
+      const environment = readFileSync(`/proc/${entry}/environ`, "utf8").split("\u0000");
+      if (marks.some((mark) => environment.includes(mark))) found.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}
+
+export interface QuietOptions {
+  readonly here?: Here;
+  readonly quietMs?: number;
+  readonly graceMs?: number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly now?: () => number;
+  readonly processesOf?: (runIds: readonly string[]) => number[];
+  readonly kill?: (pid: number) => void;
+}
+
+/**
+ * Returns once the dead runs can send nothing more: on this host, once no
+ * process of theirs runs (after `graceMs` the stragglers are killed); for a run
+ * of another host, or a dead lock no run of ours claims, after `quietMs` from
+ * `since` (the moment it was found dead). Returns how many were killed.
+ */
+export async function waitUntilQuiet(claims: readonly RunClaim[], unclaimedDeadLocks: number, since: number, options: QuietOptions = {}): Promise<number> {
+  const here = options.here ?? HERE;
+  const wait = options.sleep ?? ((ms: number) => sleep(ms));
+  const now = options.now ?? Date.now;
+  const processesOf = options.processesOf ?? processesOfRuns;
+  const kill = options.kill ?? ((pid: number) => process.kill(pid, "SIGKILL"));
+  const local = claims.filter((c) => c.host === here.host).map((c) => c.runId);
+  if (claims.some((c) => c.host !== here.host) || unclaimedDeadLocks > 0 || (local.length > 0 && process.platform !== "linux")) {
+    const left = since + (options.quietMs ?? QUIET_MS) - now();
+    if (left > 0) await wait(left);
+  }
+  const deadline = now() + (options.graceMs ?? ORPHAN_GRACE_MS);
+  let killed = 0;
+  for (;;) {
+    const running = processesOf(local);
+    if (running.length === 0) return killed;
+    if (now() >= deadline) {
+      for (const pid of running) {
+        try {
+          kill(pid);
+          killed += 1;
+        } catch {
+          // exited meanwhile
+        }
+      }
+    }
+    await wait(100);
+  }
+}
+
+export interface TakeoverOptions {
+  readonly lease: RunLease;
+  /** The stack; its workspace carries the run id to the engine and providers. */
+  readonly stack: Stack;
+  readonly stackName: string;
+  readonly backendUrl: string;
+  /** Adopt the pending creates with a targeted up (true), or leave them in the record for the caller (recover). */
+  readonly adopt: boolean;
+  /** Look at the state's pending operations even without a dead run's trace (recover: someone may have removed its lock by hand). */
+  readonly always?: boolean;
+  /** The stack outputs the adopting up's program returns (the fleet's marker). */
+  readonly outputs?: () => Record<string, unknown>;
+  readonly onOutput?: (text: string) => void;
+  readonly parallel?: number;
+  readonly quiet?: QuietOptions;
+}
+
+/** The run id every process of this run carries (the takeover of a dead run looks for its processes by it). */
+export function markRun(stack: Stack, lease: RunLease): void {
+  (stack.workspace as LocalWorkspace).envVars[RUN_ID_ENV] = lease.runId;
+}
+
+function stackUrnOf(deployment: RawDeployment): string | undefined {
+  return deployment.resources?.find((r) => r.type === "pulumi:pulumi:Stack")?.urn;
+}
+
+/**
+ * Takes over what dead runs left, if anything: see the file header. Returns
+ * undefined when there was nothing to take over. A Pulumi lock held by a live
+ * process, or by another host's run not proven dead, is left alone (the run
+ * then meets it and waits, as always).
+ */
+export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport | undefined> {
+  const { lease } = options;
+  const here = options.quiet?.here ?? HERE;
+  const since = (options.quiet?.now ?? Date.now)();
+  const claims = lease.current.unfinished;
+  const locks = await lease.store.pulumiLocks();
+  const verdicts = locks.map((lock) => ({ lock, ...classifyLockHolder(lock, here, claims) }));
+  if (verdicts.some((v) => v.verdict !== "gone")) return undefined;
+  if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0) return undefined;
+
+  const unclaimed = verdicts.filter((v) => v.verdict === "gone" && v.claim === undefined).length;
+  const killedProcesses = await waitUntilQuiet(claims, unclaimed, since, options.quiet);
+  for (const lock of locks) await lease.store.removePulumiLock(lock);
+  const backendDir = fileBackendDir(options.backendUrl);
+  // A dead writer (its lock, or its unfinished claim: killed after letting go of the lock) may have torn its last checkpoint's sidecar.
+  const deadWriter = locks.length > 0 || claims.length > 0;
+  const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
+
+  const deployment = (await options.stack.exportStack()).deployment as RawDeployment;
+  const pending = pendingOf(deployment);
+  const adopt = mergeAdopt(lease.current.adopt, pendingCreatesOf(deployment));
+  // Written down before the refresh clears them: a takeover interrupted from here on is finished by the next holder.
+  await lease.update({ unfinished: [], adopt });
+  const common = {
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+    ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+    signal: lease.signal,
+  };
+  if ((deployment.pending_operations?.length ?? 0) > 0) {
+    const held = new Set((deployment.resources ?? []).map((r) => r.urn));
+    const touched = (deployment.pending_operations ?? []).filter((op) => op.type !== "creating" && held.has(op.resource?.urn)).map((op) => op.resource!.urn!);
+    const stackUrn = stackUrnOf(deployment);
+    // The stack itself as a target reads nothing: only the groups whose update or delete was cut short are read back.
+    const target = [...new Set([...(stackUrn ? [stackUrn] : []), ...touched])];
+    await options.stack.refresh({ clearPendingCreates: true, ...(target.length > 0 ? { target } : {}), ...common });
+  }
+
+  let adopted: string[] = [];
+  let notAdopted: string[] = [];
+  if (options.adopt && adopt.length > 0) ({ adopted, notAdopted } = await adoptGroups(options, adopt, common));
+  return { removedLocks: locks, repairedFiles, pending, adopted, notAdopted, killedProcesses };
+}
+
+async function adoptGroups(
+  options: TakeoverOptions,
+  adopt: readonly AdoptEntry[],
+  common: { onOutput?: (text: string) => void; parallel?: number; signal: AbortSignal },
+): Promise<{ adopted: string[]; notAdopted: string[] }> {
+  const specs = new Map<string, GroupSpec>();
+  for (const entry of adopt) {
+    const spec = adoptingSpec(entry);
+    if (spec) specs.set(entry.resourceName, spec);
+  }
+  const done = new Set<string>();
+  if (specs.size > 0) {
+    const failed = new Set<string>();
+    await options.stack
+      .up({
+        program: async () => {
+          for (const spec of specs.values()) declareGroup(spec);
+          return options.outputs?.() ?? {};
+        },
+        target: [...specs.keys()].map((name) => urnOf(options.stackName, PROJECT_NAME, USER_GROUP_TYPE, name)),
+        continueOnError: true,
+        onEvent: (event) => {
+          const failedStep = event.resOpFailedEvent?.metadata;
+          if (failedStep?.type === USER_GROUP_TYPE) failed.add(nameOfUrn(failedStep.urn));
+        },
+        ...common,
+      })
+      .catch((error: unknown) => {
+        // A group that failed is kept for the next run; a run that failed as a whole fails this one.
+        if (failed.size === 0) throw error;
+      });
+    for (const name of specs.keys()) if (!failed.has(name)) done.add(name);
+  }
+  const left = adopt.filter((entry) => !done.has(entry.resourceName) && specs.has(entry.resourceName));
+  await options.lease.update({ adopt: left });
+  return { adopted: [...done], notAdopted: adopt.filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
+}
+
+export interface LeasedRunOptions {
+  readonly stack: Stack;
+  readonly stackName: string;
+  readonly backendUrl: string;
+  /** The backend's lease store; undefined: a backend without a lease (no takeover). */
+  readonly store: LeaseStore | undefined;
+  /** A lease the caller holds already (recover's own up): used as it is, no second takeover. */
+  readonly held?: RunLease;
+  readonly adopt: boolean;
+  /** False for a run that must not change the state (preview): it holds the lease and takes nothing over. */
+  readonly takeOver?: boolean;
+  readonly outputs?: () => Record<string, unknown>;
+  readonly onOutput?: (text: string) => void;
+  readonly parallel?: number;
+  readonly onTakeover?: (report: TakeoverReport) => void;
+  readonly quiet?: QuietOptions;
+}
+
+/**
+ * Runs `body` holding the stack's run lease (throws StackLockedError while a
+ * live run holds it), after taking over what dead runs left. `body` gets the
+ * lease's signal: aborted if the lease is lost, so that the run stops.
+ */
+export async function underRunLease<T>(options: LeasedRunOptions, body: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+  if (options.held) {
+    markRun(options.stack, options.held);
+    return body(options.held.signal);
+  }
+  if (options.store === undefined) return body(undefined);
+  const lease = await acquireRunLease(options.store, options.stackName);
+  try {
+    markRun(options.stack, lease);
+    const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
+    if (report) options.onTakeover?.(report);
+    if (lease.lost) throw lease.signal.reason;
+    return await body(lease.signal);
+  } catch (error) {
+    throw lease.lost ? lease.signal.reason : error;
+  } finally {
+    await lease.release();
+  }
+}

@@ -1,0 +1,8 @@
+// The entry point of this package's own command (cli/) and the repository's
+// benches and scripts: the public API (index.ts) and the few internals they need
+// beyond it. Not in package.json's exports.
+export * from "./index";
+export { backendUrlSecrets, lockHolderStatus, type LockHolderStatus, readRegularFile, writeFileReplacing } from "./backend";
+export { PREVIEW_ENGINE_ENV, PROJECT_NAME, scrubText, secretValuesOf, selectStack, workspaceOf } from "./engine";
+export { RunLeaseHeldError, type RunRecord } from "./lease";
+export { assertDeletionsAllowed, CONTROLS, groupsDocumentSchema, groupsFileJsonSchema, nameOfUrn } from "./model";

@@ -1,0 +1,184 @@
+// The run record beside the lease and the rules that read it: who holds the
+// stack, which dead runs left work behind, whether a Pulumi lock's holder is
+// provably gone; the lease errors and what a lease store must do.
+import type { PulumiLock } from "../model";
+import { hostname } from "node:os";
+import { z } from "zod";
+import { processAlive } from "../../client/shared-state";
+import { UserGroupsError } from "../../wire/errors";
+import { pulumiProcessAlive } from "../backend";
+import { assertValidStackName } from "../model";
+
+/** How often a holder renews its record; a file lease lives LEASE_TTL_MS past the last renewal. */
+export const RENEW_EVERY_MS = 5_000;
+export const LEASE_TTL_MS = 20_000;
+
+const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
+/** A run of ours that held the lease: enough to recognise its Pulumi lock and its processes. */
+export interface RunClaim {
+  readonly runId: string;
+  readonly host: string;
+  readonly pid: number;
+  /** When the run took the lease (ms since the epoch, its host's clock). */
+  readonly startedAt: number;
+  /** Its last renewal (same clock). */
+  readonly renewedAt: number;
+}
+
+/** A group whose create a dead run left pending: to be adopted from these inputs. */
+export interface AdoptEntry {
+  readonly resourceName: string;
+  /** The inputs the dead run declared (from its pending create). */
+  readonly inputs: Record<string, unknown>;
+}
+
+/** What the backend holds beside the lease (written out so that the declarations never mention zod). */
+export interface RunRecord extends RunClaim {
+  readonly version: 1;
+  /** File leases: the lease ends then unless renewed (the holder's clock). */
+  readonly expiresAt: number;
+  /** The holder let go of it in good order. */
+  readonly released: boolean;
+  /** Dead runs whose Pulumi lock and pending operations are not dealt with yet. */
+  readonly unfinished: readonly RunClaim[];
+  readonly adopt: readonly AdoptEntry[];
+}
+
+const claimSchema = z.object({
+  runId: z.string().min(1).max(100),
+  host: z.string().max(255),
+  pid: z.number().int(),
+  startedAt: z.number(),
+  renewedAt: z.number(),
+});
+
+const adoptEntrySchema = z.object({
+  resourceName: z.string().min(1).max(1024),
+  inputs: z.record(z.string(), z.unknown()),
+});
+
+const recordSchema = claimSchema.extend({
+  version: z.literal(1),
+  expiresAt: z.number(),
+  released: z.boolean(),
+  unfinished: z.array(claimSchema).max(1000),
+  adopt: z.array(adoptEntrySchema).max(100_000),
+}) satisfies z.ZodType<RunRecord>;
+
+/** A run record read from the backend: outside data, checked before it decides anything. */
+export function parseRunRecord(text: string): RunRecord | undefined {
+  if (text.length > MAX_RECORD_BYTES) return undefined;
+  try {
+    const parsed = recordSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where this process stands: its host, whether a pid of this host runs, and whether it is a pulumi process. */
+export interface Here {
+  readonly host: string;
+  readonly pidAlive: (pid: number) => boolean;
+  /** For a Pulumi lock's pid: alive and a pulumi process (a reused pid is not the lock's holder). */
+  readonly pulumiRunning?: (pid: number) => boolean;
+}
+
+export const HERE: Here = { host: hostname(), pidAlive: processAlive, pulumiRunning: pulumiProcessAlive };
+
+export type LeaseState = "free" | "live" | "dead";
+
+/**
+ * A file lease's state from its record: released is free; same host and a
+ * dead pid is dead at once; otherwise the expiry decides (a reused pid only
+ * delays the end until then).
+ */
+export function leaseStateOf(record: RunRecord | undefined, now: number, here: Here): LeaseState {
+  if (record === undefined || record.released) return "free";
+  if (record.host === here.host && !here.pidAlive(record.pid)) return "dead";
+  return record.expiresAt <= now ? "dead" : "live";
+}
+
+
+export type HolderVerdict =
+  /** Its process runs (same host): wait for it. */
+  | { readonly verdict: "live" }
+  /** Provably gone: same host and its pid is dead, or a dead run of ours on its host held the lease when it was taken. */
+  | { readonly verdict: "gone"; readonly claim?: RunClaim }
+  /** Another host's, not proven to be a dead run of ours (a person's `pulumi up`, an older release): wait for it. */
+  | { readonly verdict: "unknown" };
+
+/**
+ * Is a Pulumi lock's holder provably gone? `claims` are the dead runs of ours
+ * (their lease ended without release). On another host the lock must have been
+ * taken while such a run held the lease: both times come from that host's clock.
+ */
+export function classifyLockHolder(lock: PulumiLock, here: Here, claims: readonly RunClaim[], renewEveryMs = RENEW_EVERY_MS): HolderVerdict {
+  const taken = lock.timestamp === undefined ? Number.NaN : Date.parse(lock.timestamp);
+  const claim = claims.find(
+    (c) => c.host === lock.hostname && Number.isFinite(taken) && taken >= c.startedAt && taken <= c.renewedAt + 2 * renewEveryMs,
+  );
+  if (lock.hostname === here.host) {
+    if ((here.pulumiRunning ?? here.pidAlive)(lock.pid)) return { verdict: "live" };
+    return claim ? { verdict: "gone", claim } : { verdict: "gone" };
+  }
+  return claim ? { verdict: "gone", claim } : { verdict: "unknown" };
+}
+
+/**
+ * The record a new holder writes: itself, plus what the previous holder left.
+ * A previous holder whose lease ended without release is a dead run: it joins
+ * `unfinished`, and its own unfinished business and adopt list carry over.
+ */
+export function successorRecord(previous: RunRecord | undefined, me: RunClaim, ttlMs = LEASE_TTL_MS): RunRecord {
+  const died = previous !== undefined && !previous.released;
+  const { runId, host, pid, startedAt, renewedAt } = previous ?? me;
+  // The newest hundred are plenty: each ends with the takeover that deals with it.
+  const unfinished = [...(previous?.unfinished ?? []), ...(died ? [{ runId, host, pid, startedAt, renewedAt }] : [])].slice(-100);
+  return { version: 1, ...me, expiresAt: me.renewedAt + ttlMs, released: false, unfinished, adopt: previous?.adopt ?? [] };
+}
+
+export class RunLeaseLostError extends UserGroupsError {
+  constructor(readonly stackName: string) {
+    super(
+      "run_lease_lost",
+      `The run lease of stack "${stackName}" was lost while this run held it (its connection to the backend broke, or it was not renewed in time); ` +
+        "the run was stopped so that another can take over. Nothing is lost: ask again.",
+    );
+    this.name = "RunLeaseLostError";
+  }
+}
+
+/** Why a run could not take the lease: the live run holding it (undefined while another is just taking it). Rides as a StackLockedError's cause. */
+export class RunLeaseHeldError extends UserGroupsError {
+  constructor(readonly holder: RunRecord | undefined) {
+    super(
+      "run_lease_held",
+      holder ? `the stack's run lease is held by pid ${holder.pid} on host "${holder.host}" since ${new Date(holder.startedAt).toISOString()}` : "another run is taking the stack's run lease",
+    );
+    this.name = "RunLeaseHeldError";
+  }
+}
+
+/** Where a backend keeps leases, records, and Pulumi's locks. One per backend and stack. */
+export interface LeaseStore {
+  /** The lease, or who holds it. `previous` is the record of the last holder (dead or released). */
+  tryAcquire(me: RunClaim): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord }>;
+  /** Rewrites the held lease's record (renewal, adopt list); false when the lease is no longer ours. */
+  write(record: RunRecord): Promise<boolean>;
+  release(record: RunRecord): Promise<void>;
+  pulumiLocks(): Promise<PulumiLock[]>;
+  removePulumiLock(lock: PulumiLock): Promise<void>;
+  close(): Promise<void>;
+  /** Told when the lease is lost behind our back (PostgreSQL: the connection ended). */
+  onLost?: (() => void) | undefined;
+}
+
+/** org, project and stack of a stack name as the diy backend files it (a bare name: any org, our project). */
+export function stackPath(stack: string, project: string): { org?: string; project: string; stack: string } {
+  const parts = assertValidStackName(stack).split("/");
+  if (parts.length === 3) return { org: parts[0]!, project: parts[1]!, stack: parts[2]! };
+  if (parts.length === 2) return { org: parts[0]!, project, stack: parts[1]! };
+  return { project, stack: parts[0]! };
+}

@@ -1,0 +1,131 @@
+// The stack's run lease (docs/architecture.md, "Names and locks"): every run of
+// ours holds it for as long as it may hold Pulumi's own stack lock, so a run
+// that holds the lease and still finds a Pulumi lock knows that lock is a dead
+// run's, or someone else's, and can tell which.
+//
+// - postgres:// backends: a session-level advisory lock on a connection of its
+//   own; it dies with the holder's connection, so a killed holder frees it at
+//   once (a vanished host: within the server's TCP keepalive, set to ~25 s here).
+// - file:// backends: a lease file in the backend (0700 directory, 0600 file)
+//   holding the holder's host, pid, run id and an expiry it renews; on the same
+//   host a dead pid ends it at once, elsewhere the expiry does.
+// - other backends: no lease (acquireRunLease answers undefined).
+//
+// Beside the lease lives the run record (the lease file itself; a row of our
+// own table on PostgreSQL): who holds it, since when, the dead runs whose
+// leftovers are not yet dealt with (`unfinished`), and the groups whose create
+// a dead run left pending (`adopt`), so that an interrupted takeover is
+// finished by the next holder. The record is never kept in the work directory,
+// which a repository (and so a pull request) may hold.
+import { randomUUID } from "node:crypto";
+import { StackLockedError, fileBackendDir } from "../backend";
+import { RENEW_EVERY_MS, LEASE_TTL_MS, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
+import { FileLeaseStore } from "./file-store";
+import { PostgresLeaseStore } from "./postgres-store";
+
+/** The lease store of a backend, or undefined for a backend without one (S3, Azure, GCS, Pulumi Cloud). */
+export function leaseStoreFor(backendUrl: string, project: string, stack: string): LeaseStore | undefined {
+  const dir = fileBackendDir(backendUrl);
+  if (dir !== undefined) return new FileLeaseStore(dir, project, stack);
+  if (/^postgres(ql)?:\/\//i.test(backendUrl)) return new PostgresLeaseStore(backendUrl, project, stack);
+  return undefined;
+}
+
+/** Environment variable every run's engine and providers carry: which run they belong to. */
+export const RUN_ID_ENV = "USER_GROUPS_RUN_ID";
+
+/**
+ * The lease held by this run: renewed in the background (an unref'd timer);
+ * `signal` aborts when it is lost, so that the run stops before another takes over.
+ */
+export class RunLease {
+  private record: RunRecord;
+  private readonly timer: NodeJS.Timeout;
+  private readonly abort = new AbortController();
+  private released = false;
+  private writing: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly store: LeaseStore,
+    readonly stackName: string,
+    record: RunRecord,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.record = record;
+    store.onLost = () => this.lose();
+    // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
+    this.timer = setInterval(
+      () =>
+        void this.update({}).catch(() => {
+          if (this.now() - this.record.renewedAt > LEASE_TTL_MS - RENEW_EVERY_MS) this.lose();
+        }),
+      RENEW_EVERY_MS,
+    );
+    this.timer.unref();
+  }
+
+  get runId(): string {
+    return this.record.runId;
+  }
+
+  get current(): RunRecord {
+    return this.record;
+  }
+
+  /** Aborted when the lease is lost. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get lost(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  private lose(): void {
+    if (!this.released && !this.abort.signal.aborted) this.abort.abort(new RunLeaseLostError(this.stackName));
+  }
+
+  /** Changes the record (renewing it); one write at a time. */
+  update(change: Partial<Pick<RunRecord, "unfinished" | "adopt">>): Promise<void> {
+    const next = this.writing.then(async () => {
+      if (this.released || this.lost) return;
+      const renewedAt = this.now();
+      const record: RunRecord = { ...this.record, ...change, renewedAt, expiresAt: renewedAt + LEASE_TTL_MS };
+      if (!(await this.store.write(record))) {
+        this.lose();
+        return;
+      }
+      this.record = record;
+    });
+    this.writing = next.catch(() => undefined);
+    return next;
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    clearInterval(this.timer);
+    await this.writing;
+    this.released = true;
+    this.store.onLost = undefined;
+    // Even when lost: the store lets go of whatever it still holds (an advisory lock whose renewal failed).
+    await this.store.release(this.record);
+  }
+}
+
+export interface AcquireOptions {
+  readonly here?: Here;
+  readonly now?: () => number;
+}
+
+/**
+ * Takes the stack's run lease, or throws StackLockedError (naming its holder)
+ * while a live run holds it: the lock-wait policy then waits and tries again.
+ */
+export async function acquireRunLease(store: LeaseStore, stackName: string, options: AcquireOptions = {}): Promise<RunLease> {
+  const here = options.here ?? HERE;
+  const now = options.now ?? Date.now;
+  const startedAt = now();
+  const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt });
+  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder) });
+  return new RunLease(store, stackName, outcome.record, now);
+}

@@ -1,0 +1,132 @@
+// Recovery of a stack whose `pulumi up` was killed (kill -9, a lost CI runner):
+// a stale lock, operations the state lists as pending, and groups the service
+// created whose answer never reached the state. Proven by test/reliability/crash.test.ts
+// and bench/crash.ts. Every run of ours does the same by itself once it holds
+// the run lease (takeover.ts); `recover` is the explicit form, which adopts the
+// groups of a groups file and reports what it did.
+//
+// Which server groups get adopted: exactly those whose create the state lists
+// as pending. The engine persists a pending "creating" operation before it asks
+// the provider to create, so every group a killed run may have created is on
+// that list; a group with a declared id that is neither in the state nor on the
+// list is someone else's, and the recovery's `up` refuses it ("already exists")
+// as any `up` would. The provider itself cannot tell the two apart.
+//
+// The list survives an interrupted recovery in the run record, in the backend
+// beside the lease (run-lease.ts), never in the work directory: a file planted
+// there decides nothing.
+import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
+import { eachShard, mergeRunResults } from "../shards";
+import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME } from "../engine";
+import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore } from "../lease";
+import { LiveLockError } from "../backend";
+
+export type { PendingOperation } from "../model";
+
+export interface RecoveryReport {
+  /** Lock files (file backend) or lock keys (PostgreSQL) of dead runs that were removed. */
+  readonly removedLocks: readonly string[];
+  /** Torn metadata sidecars and temporary files of the dead run's last checkpoint write that were removed. */
+  readonly repairedFiles: readonly string[];
+  /** What the state listed as pending before the recovery (cleared by it). */
+  readonly pending: readonly PendingOperation[];
+  /** Groups the recovery's `up` adopted (pending creates, including ones an interrupted recovery or takeover recorded). */
+  readonly adopted: readonly string[];
+  /** Pending creates of groups no longer declared: left on the server, named here so that someone looks. */
+  readonly undeclaredPendingCreates: readonly string[];
+  /** The final `up`. */
+  readonly up: RunResult;
+}
+
+/**
+ * Brings a stack back after an interrupted run: removes a dead run's lock
+ * (only when its holder is provably gone: same host and its pid is dead, or a
+ * dead run of ours held the run lease when it was taken; and the torn files of
+ * a checkpoint write it was killed in), waits until the dead run can send
+ * nothing more, refreshes with the pending creates cleared (each recorded group
+ * is read back, so a rotation that happened but was never recorded lands its
+ * token in the state), then runs `up` of `groups` with adoptExisting on exactly
+ * the groups whose create was pending. `groups` must be what the interrupted
+ * run declared (or the new desired list).
+ */
+export async function recoverStack(options: ProvisionOptions): Promise<RecoveryReport> {
+  const specs = validateGroups(options.groups);
+  const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
+  // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard), (report) => report.up);
+  return {
+    removedLocks: reports.flatMap((r) => r.removedLocks),
+    repairedFiles: reports.flatMap((r) => r.repairedFiles),
+    pending: reports.flatMap((r) => r.pending),
+    adopted: reports.flatMap((r) => r.adopted).sort(),
+    undeclaredPendingCreates: reports.flatMap((r) => r.undeclaredPendingCreates).sort(),
+    up: mergeRunResults(options.stack, reports.map((r) => r.up)),
+  };
+}
+
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<RecoveryReport> {
+  const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
+  try {
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store));
+  } finally {
+    await store?.close();
+  }
+}
+
+async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined): Promise<RecoveryReport> {
+  const lease = store ? await acquireRunLease(store, options.stack) : undefined;
+  try {
+    const prepared = await openStack(options, []);
+    let taken: TakeoverReport | undefined;
+    let adopt: string[];
+    try {
+      const common = {
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+        ...(lease ? { signal: lease.signal } : {}),
+      };
+      if (lease) {
+        markRun(prepared.stack, lease);
+        // A live holder's lock, or another host's not proven dead, is left alone: nothing is touched.
+        for (const lock of await lease.store.pulumiLocks()) {
+          const { verdict } = classifyLockHolder(lock, HERE, lease.current.unfinished);
+          if (verdict === "gone") continue;
+          const holder = { file: lock.key, pid: lock.pid, hostname: lock.hostname, ...(lock.timestamp !== undefined ? { timestamp: lock.timestamp } : {}) };
+          throw new LiveLockError(
+            options.stack,
+            holder,
+            verdict === "live" ? "that process is still running" : "it was taken on another host, and no run of ours known to be dead held the stack's run lease there then",
+          );
+        }
+        taken = await takeOver({ lease, stack: prepared.stack, stackName: options.stack, backendUrl: prepared.backendUrl, adopt: false, always: true, ...common });
+        adopt = lease.current.adopt.map((entry) => entry.resourceName);
+      } else {
+        // A backend without a lease (S3, Azure, GCS, Pulumi Cloud): no lock files of ours to judge, and
+        // no record either: an interrupted recovery there forgets the list (run it again with adoptExisting).
+        const deployment = (await prepared.stack.exportStack()).deployment;
+        taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
+        adopt = pendingCreatesOf(deployment).map((entry) => entry.resourceName);
+      }
+      await prepared.stack.refresh({ clearPendingCreates: true, ...common });
+    } catch (error) {
+      throw runError(lease?.lost ? lease.signal.reason : error, options);
+    } finally {
+      prepared.release();
+    }
+    const toAdopt = new Set(adopt);
+    const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
+    const up = await runOnce("up", options, groups, guard, lease);
+    await lease?.update({ adopt: [] });
+    const declared = new Set(specs.map(resourceNameOf));
+    return {
+      removedLocks: taken?.removedLocks.map((lock) => lock.key) ?? [],
+      repairedFiles: taken?.repairedFiles ?? [],
+      pending: taken?.pending ?? [],
+      adopted: adopt.filter((name) => declared.has(name)),
+      undeclaredPendingCreates: adopt.filter((name) => !declared.has(name)),
+      up,
+    };
+  } finally {
+    await lease?.release();
+  }
+}

@@ -1,0 +1,10 @@
+// shared-state/: what every store of shared state uses (the run lease, the shard
+// directory, the rate budget): one PostgreSQL session with its timeouts and
+// password handling, the backend URL as a PostgreSQL target, racing table
+// creation, a lock file and private files in a file backend, a pid's liveness.
+export { LOCK_HERE, type LockHere, withFileLock } from "./file-lock";
+export { PostgresSession, type PostgresSessionOptions } from "./postgres-session";
+export { BackendTableNameError, isSqlName, postgresTarget, withoutSecret } from "./postgres-target";
+export { privateDirs, writePrivate } from "./private-files";
+export { processAlive } from "./processes";
+export { createTablesIfMissing } from "./tables";

@@ -1,0 +1,81 @@
+// The layering of provider/ and fake-server/ (docs/architecture.md), held by a
+// real dependency checker: dependency-cruiser with .dependency-cruiser.cjs.
+// The rules are also run on a small tree that breaks them, so a rule that
+// cannot fire (a wrong path pattern) fails here too.
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(__dirname, "..", "..");
+const DEPCRUISE = path.join(ROOT, "node_modules", "dependency-cruiser", "bin", "dependency-cruiser.mjs");
+
+interface Violation {
+  readonly from: string;
+  readonly to: string;
+  readonly rule: { readonly name: string };
+}
+
+function cruise(cwd: string, dirs: readonly string[]): Violation[] {
+  // It exits non-zero when it finds violations: the JSON on stdout says which.
+  const run = spawnSync(process.execPath, [DEPCRUISE, "--config", ".dependency-cruiser.cjs", "--output-type", "json", ...dirs], {
+    cwd,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (!run.stdout.trim().startsWith("{")) throw new Error(`dependency-cruiser failed (${run.status}): ${run.stderr}`);
+  return (JSON.parse(run.stdout) as { summary: { violations: Violation[] } }).summary.violations;
+}
+
+const scratch: string[] = [];
+afterAll(() => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("layers", () => {
+  it("the product, the benches, the scripts and the test kit break no rule: no cycle, no upward import, folders entered through index.ts", () => {
+    const violations = cruise(ROOT, ["provider", "fake-server", "bench", "scripts", "testkit"]);
+    expect(violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
+  });
+
+  it("every rule fires on a tree that breaks it", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "layers-"));
+    scratch.push(dir);
+    cpSync(path.join(ROOT, ".dependency-cruiser.cjs"), path.join(dir, ".dependency-cruiser.cjs"));
+    writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext", strict: true } }));
+    const files: Record<string, string> = {
+      // wire -> cli: upward
+      "provider/wire/schemas.ts": 'import { run } from "../cli/run";\nexport const schema = run;\n',
+      "provider/cli/run.ts": 'import { internal } from "../automation/engine/open-stack";\nexport const run = internal;\n',
+      // a cycle in the client
+      "provider/client/a.ts": 'import { b } from "./b";\nexport const a = b;\n',
+      "provider/client/b.ts": 'import { a } from "./a";\nexport const b = () => a;\n',
+      // model -> engine: upward inside automation; engine's file from another folder without its index
+      "provider/automation/model/results.ts": 'import { internal } from "../engine/open-stack";\nexport const results = internal;\n',
+      "provider/automation/engine/open-stack.ts": "export const internal = 1;\n",
+      "provider/automation/engine/index.ts": 'export { internal } from "./open-stack";\n',
+      // the emulator reaching into the client
+      "fake-server/server.ts": 'import { a } from "../provider/client/a";\nexport const server = a;\n',
+      // a bench importing a test's helper
+      "bench/run.ts": 'import { helper } from "../test/support/helper";\nexport const bench = helper;\n',
+      "test/support/helper.ts": "export const helper = 1;\n",
+    };
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), text);
+    }
+    const fired = new Set(cruise(dir, ["provider", "fake-server", "bench"]).map((v) => v.rule.name));
+    for (const rule of [
+      "layer-wire",
+      "no-cycles",
+      "automation-model",
+      "automation-folder-through-index",
+      "automation-entry-points-only",
+      "fake-server-shares-only-wire",
+      "tools-not-from-tests",
+    ]) {
+      expect(fired, rule).toContain(rule);
+    }
+  });
+});
