@@ -2,7 +2,7 @@
 // connection of its own, the record in our table beside Pulumi's.
 import type { PulumiLock } from "../model";
 import { createHash } from "node:crypto";
-import { createTablesIfMissing, PostgresSession, postgresTarget } from "../../client/shared-state";
+import { createTablesIfMissing, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
 import { UserGroupsError } from "../../wire/errors";
 import { assertValidStackName } from "../model";
 import { RunClaim, RunRecord, parseRunRecord, successorRecord, LeaseStore, stackPath } from "./record";
@@ -12,7 +12,7 @@ export function advisoryKey(pulumiTable: string, project: string, stack: string)
   return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest().readBigInt64BE(0).toString();
 }
 
-type PgClient = import("pg").Client;
+type PgClient = SqlClient;
 
 /**
  * A PostgreSQL backend's lease: `pg_try_advisory_lock` on a connection of its
