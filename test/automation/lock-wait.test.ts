@@ -16,6 +16,7 @@ import {
   StackLockTimeoutError,
   withStackLockWait,
 } from "../../provider/automation/backend/lock-wait";
+import { fakeClock as sharedFakeClock } from "../support/fake-clock";
 
 /** A ConcurrentUpdateError as @pulumi/pulumi/automation raises it for a diy backend's lock. */
 function lockedByAnotherRun(): ConcurrentUpdateError {
@@ -27,17 +28,10 @@ function lockedByAnotherRun(): ConcurrentUpdateError {
   } as unknown as ConstructorParameters<typeof ConcurrentUpdateError>[0]);
 }
 
-function fakeClock() {
-  let time = 0;
-  const waits: number[] = [];
-  return {
-    waits,
-    now: () => time,
-    sleep: async (ms: number) => {
-      waits.push(ms);
-      time += ms;
-    },
-  };
+/** A clock starting at 0 whose sleeps (`waits`) move it on. */
+function fakeClock(random?: () => number) {
+  const clock = sharedFakeClock(random ? { random } : {});
+  return Object.assign(clock, { waits: clock.slept });
 }
 
 describe("isStackLocked", () => {
@@ -62,7 +56,7 @@ describe("isStackLocked", () => {
 
 describe("withStackLockWait", () => {
   it("retries a locked stack with growing, jittered waits until the run goes through", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(() => 0.999);
     let calls = 0;
     const result = await withStackLockWait(
       async () => {
@@ -70,7 +64,7 @@ describe("withStackLockWait", () => {
         if (calls < 5) throw lockedByAnotherRun();
         return "done";
       },
-      { stackName: "customers", timeoutMs: 60_000, now: clock.now, sleep: clock.sleep, random: () => 0.999 },
+      { stackName: "customers", timeoutMs: 60_000, clock },
     );
     expect(result).toBe("done");
     expect(calls).toBe(5);
@@ -79,12 +73,12 @@ describe("withStackLockWait", () => {
   });
 
   it("gives up after the budget with an error naming the stack and the time waited", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(() => 0.5);
     const error = await withStackLockWait(
       async () => {
         throw lockedByAnotherRun();
       },
-      { stackName: "customers", timeoutMs: 10_000, now: clock.now, sleep: clock.sleep, random: () => 0.5 },
+      { stackName: "customers", timeoutMs: 10_000, clock },
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StackLockTimeoutError);
     expect((error as StackLockTimeoutError).message).toMatch(/Stack "customers" stayed locked by another run for 10 s/);
@@ -99,7 +93,7 @@ describe("withStackLockWait", () => {
       async () => {
         throw lockedByAnotherRun();
       },
-      { stackName: "prod", timeoutMs: 0, now: clock.now, sleep: clock.sleep },
+      { stackName: "prod", timeoutMs: 0, clock },
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StackLockedError);
     expect(clock.waits).toEqual([]);
@@ -113,10 +107,22 @@ describe("withStackLockWait", () => {
         async () => {
           throw boom;
         },
-        { stackName: "prod", timeoutMs: 60_000, now: clock.now, sleep: clock.sleep },
+        { stackName: "prod", timeoutMs: 60_000, clock },
       ),
     ).rejects.toBe(boom);
     expect(clock.waits).toEqual([]);
+  });
+  it("still honours the deprecated now/sleep/random options", async () => {
+    const clock = fakeClock();
+    let calls = 0;
+    await withStackLockWait(
+      async () => {
+        calls += 1;
+        if (calls < 3) throw lockedByAnotherRun();
+      },
+      { stackName: "customers", timeoutMs: 60_000, now: clock.now, sleep: clock.sleep, random: () => 0.999 },
+    );
+    expect(clock.waits).toEqual([199, 399]);
   });
 });
 

@@ -14,6 +14,8 @@ import { StackLockedError } from "../../provider/automation/backend/lock-wait";
 import { adoptingSpec, mergeAdopt, pendingCreatesOf, waitUntilQuiet } from "../../provider/automation/engine/takeover";
 import { engineAddressOf, isDynamicProviderProcess, type ProbeResult, startEngineWatchdog } from "../../provider/resource/engine-watchdog";
 import { startPostgres, type PostgresServer } from "../../testkit/postgres";
+import { clockWith } from "../../provider/clock";
+import { fakeClock } from "../support/fake-clock";
 
 const T0 = Date.parse("2026-11-24T10:00:00Z");
 
@@ -108,9 +110,7 @@ describe("the adopt list", () => {
 
 describe("waiting until a dead run can send nothing more", () => {
   function clock() {
-    let now = T0;
-    const slept: number[] = [];
-    return { now: () => now, sleep: async (ms: number) => void (slept.push(ms), (now += ms)), slept };
+    return fakeClock({ start: T0 });
   }
 
   it("on this host: until its processes are gone; stragglers past the grace period are killed", async () => {
@@ -120,8 +120,7 @@ describe("waiting until a dead run can send nothing more", () => {
     const count = await waitUntilQuiet([claim({ host: "pod-a" })], 0, T0, {
       here: here("pod-a"),
       graceMs: 1_000,
-      now: c.now,
-      sleep: c.sleep,
+      clock: c,
       processesOf: (ids) => (ids.includes("run-1") ? running : []),
       kill: (pid) => {
         killed.push(pid);
@@ -135,10 +134,10 @@ describe("waiting until a dead run can send nothing more", () => {
 
   it("another host's run, or a dead lock no run of ours claims: a quiet period from when it was found dead", async () => {
     const c = clock();
-    await waitUntilQuiet([claim({ host: "pod-a" })], 0, T0, { here: here("pod-b"), quietMs: 5_000, now: c.now, sleep: c.sleep, processesOf: () => [] });
+    await waitUntilQuiet([claim({ host: "pod-a" })], 0, T0, { here: here("pod-b"), quietMs: 5_000, clock: c, processesOf: () => [] });
     expect(c.now() - T0).toBe(5_000);
     const d = clock();
-    await waitUntilQuiet([], 1, T0 - 2_000, { here: here("pod-b"), quietMs: 5_000, now: d.now, sleep: d.sleep, processesOf: () => [] });
+    await waitUntilQuiet([], 1, T0 - 2_000, { here: here("pod-b"), quietMs: 5_000, clock: d, processesOf: () => [] });
     expect(d.now() - T0).toBe(3_000);
   });
 });
@@ -152,17 +151,18 @@ describe("the file lease", () => {
 
   it("one holder at a time; a dead holder's lease (same host, pid dead) is taken at once and its claim inherited", async () => {
     let now = T0;
-    const a = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), () => now);
-    const b = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", []), () => now);
-    const leaseA = await acquireRunLease(a, "prod", { here: here("pod-a", [process.pid]), now: () => now });
+    const clock = clockWith({ now: () => now });
+    const a = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), clock);
+    const b = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", []), clock);
+    const leaseA = await acquireRunLease(a, "prod", { here: here("pod-a", [process.pid]), clock });
     const leasesDir = path.join(dir, ".user-groups", "leases", "user-groups", "prod");
     expect(statSync(leasesDir).mode & 0o777).toBe(0o700);
     for (const name of readdirSync(leasesDir)) expect(statSync(path.join(leasesDir, name)).mode & 0o777).toBe(0o600);
     // Seen from a process that finds this pid alive: held.
-    await expect(acquireRunLease(new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), () => now), "prod")).rejects.toBeInstanceOf(StackLockedError);
+    await expect(acquireRunLease(new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), clock), "prod")).rejects.toBeInstanceOf(StackLockedError);
     // Seen as dead (B's view): taken, and A becomes unfinished business.
     now += 1_000;
-    const leaseB = await acquireRunLease(b, "prod", { here: here("pod-a", []), now: () => now });
+    const leaseB = await acquireRunLease(b, "prod", { here: here("pod-a", []), clock });
     expect(leaseB.current.unfinished.map((c) => c.runId)).toEqual([leaseA.runId]);
     // A finds out on its next write: the lease is no longer its own.
     await leaseA.update({});
@@ -170,20 +170,21 @@ describe("the file lease", () => {
     await leaseA.release();
     await leaseB.release();
     // Released: the next holder inherits nothing new.
-    const leaseC = await acquireRunLease(b, "prod", { here: here("pod-a", []), now: () => now });
+    const leaseC = await acquireRunLease(b, "prod", { here: here("pod-a", []), clock });
     expect(leaseC.current.unfinished.map((c) => c.runId)).toEqual([leaseA.runId]);
     await leaseC.release();
   });
 
   it("another host's holder: taken only once its expiry has passed", async () => {
     let now = T0;
-    const podA = new FileLeaseStore(dir, "user-groups", "other", here("pod-a", [process.pid]), () => now);
-    const podB = new FileLeaseStore(dir, "user-groups", "other", here("pod-b"), () => now);
-    const leaseA = await acquireRunLease(podA, "other", { here: here("pod-a", [process.pid]), now: () => now });
+    const clock = clockWith({ now: () => now });
+    const podA = new FileLeaseStore(dir, "user-groups", "other", here("pod-a", [process.pid]), clock);
+    const podB = new FileLeaseStore(dir, "user-groups", "other", here("pod-b"), clock);
+    const leaseA = await acquireRunLease(podA, "other", { here: here("pod-a", [process.pid]), clock });
     now += LEASE_TTL_MS - 1;
-    await expect(acquireRunLease(podB, "other", { here: here("pod-b"), now: () => now })).rejects.toThrow(/locked/);
+    await expect(acquireRunLease(podB, "other", { here: here("pod-b"), clock })).rejects.toThrow(/locked/);
     now += 1;
-    const leaseB = await acquireRunLease(podB, "other", { here: here("pod-b"), now: () => now });
+    const leaseB = await acquireRunLease(podB, "other", { here: here("pod-b"), clock });
     expect(leaseB.current.unfinished).toEqual([expect.objectContaining({ runId: leaseA.runId, host: "pod-a" })]);
     await leaseB.release();
     await leaseA.release();

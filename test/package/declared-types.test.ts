@@ -75,7 +75,7 @@ describe("the shipped declarations", () => {
       seen.add(file);
       for (const match of readFileSync(file, "utf8").matchAll(/(?:from|import\()\s*["'](\.{1,2}\/[^"']+)["']/g)) {
         const target = path.resolve(path.dirname(file), match[1]!).replace(/\.js$/, "");
-        // A folder's import is its index.d.ts.
+        // A folder (`./rate-budget`, `./lease`) resolves to its index.d.ts, as TypeScript resolves it.
         queue.push(target.endsWith(".d.ts") ? target : existsSync(`${target}.d.ts`) ? `${target}.d.ts` : path.join(target, "index.d.ts"));
       }
     }

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupApiError } from "../../provider/client/errors";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { clockWith } from "../../provider/clock";
 
 const KEY = "client-test-key-customer-0001";
 const RO_KEY = "client-test-key-readonly-0002";
@@ -17,10 +18,12 @@ function client(options: Partial<ConstructorParameters<typeof UserGroupsClient>[
   const c = new UserGroupsClient({
     baseUrl: server.url,
     apiKey: KEY,
-    sleep: async (ms) => {
-      sleeps.push(ms);
-    },
-    random: () => 0.5,
+    clock: clockWith({
+      sleep: async (ms) => {
+        sleeps.push(ms);
+      },
+      random: () => 0.5,
+    }),
     ...options,
   });
   clients.push(c);

@@ -3,6 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { clockWith } from "../../provider/clock";
 import type { CheckedInputs, UserGroupOutputs } from "../../provider/logic/inputs";
 import {
   createUserGroup,
@@ -19,7 +20,7 @@ const RO_KEY = "operations-test-key-readonly";
 let server: FakeServer;
 let api: UserGroupsClient;
 let roApi: UserGroupsClient;
-const noWait = { sleep: async () => {}, random: () => 0 };
+const noWait = { clock: clockWith({ sleep: async () => {}, random: () => 0 }) };
 
 /** The requests sent since `mark`, as "METHOD status". */
 const requestsSince = (mark: number) => server.journal().slice(mark).map((e) => `${e.method} ${e.status}`);

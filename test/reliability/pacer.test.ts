@@ -2,12 +2,13 @@
 // environment overrides of retries and timeouts (provider/client/tuning.ts).
 import { describe, expect, it } from "vitest";
 import { Pacer } from "../../provider/client/pacer";
+import { clockWith } from "../../provider/clock";
 import { tuningFromEnv } from "../../provider/client/tuning";
 
 describe("Pacer", () => {
   it("does not pace before the first 429", () => {
     let now = 1000;
-    const pacer = new Pacer(() => now);
+    const pacer = new Pacer(clockWith({ now: () => now }));
     for (let i = 0; i < 50; i++) {
       expect(pacer.reserve()).toBe(0);
       pacer.observe(200, undefined);
@@ -17,7 +18,7 @@ describe("Pacer", () => {
 
   it("after a 429 blocks until Retry-After, then spaces requests by the rate the window implies", () => {
     let now = 0;
-    const pacer = new Pacer(() => now, { safety: 1 });
+    const pacer = new Pacer(clockWith({ now: () => now }), { safety: 1 });
     // 30 requests admitted in the first second of a 10 s window, then a 429 saying 9 s.
     for (let i = 0; i < 30; i++) {
       pacer.reserve();
@@ -37,7 +38,7 @@ describe("Pacer", () => {
 
   it("a retry's own backoff and its slot do not add up", () => {
     let now = 0;
-    const pacer = new Pacer(() => now);
+    const pacer = new Pacer(clockWith({ now: () => now }));
     pacer.reserve();
     pacer.observe(200, undefined);
     now = 100;
@@ -48,7 +49,7 @@ describe("Pacer", () => {
 
   it("a 429 while paced only makes the spacing wider", () => {
     let now = 0;
-    const pacer = new Pacer(() => now, { safety: 1.05 });
+    const pacer = new Pacer(clockWith({ now: () => now }), { safety: 1.05 });
     pacer.reserve();
     pacer.observe(200, undefined);
     now = 10;
@@ -66,7 +67,7 @@ describe("Pacer", () => {
 
   it("keeps at most a minute between requests", () => {
     let now = 0;
-    const pacer = new Pacer(() => now);
+    const pacer = new Pacer(clockWith({ now: () => now }));
     pacer.reserve();
     pacer.observe(200, undefined);
     now = 1;

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { clockWith } from "../../provider/clock";
 import { FileSlotStore, LOCK_STALE_MS } from "../../provider/client/rate-budget/file-store";
 import { PostgresSlotStore } from "../../provider/client/rate-budget/postgres-store";
 import { rateBudgetFromEnv, slotStoreFor } from "../../provider/client/rate-budget/stores";
@@ -28,14 +29,14 @@ import {
 import { rateBudgetEnv } from "../../provider/automation/backend/rate-budget-env";
 import { createTablesIfMissing } from "../../provider/client/shared-state/tables";
 import { type PostgresServer, startPostgres } from "../../testkit/postgres";
+import { fakeClock } from "../support/fake-clock";
 import { waitFor } from "../support/wait-for";
 
 const KEY = "rate-budget-test-key-0123456789abcdef";
 
 /** A fake clock whose sleeps move it on (bookings of one budget are serial, so this is consistent). */
 function fakeTime(start = 1_000_000) {
-  const clock = { now: start };
-  return { clock, now: () => clock.now, sleep: async (ms: number) => void (clock.now += ms) };
+  return fakeClock({ start });
 }
 
 /** Every file under a directory, as text. */
@@ -110,7 +111,7 @@ describe("slot arithmetic", () => {
 describe("PacedRateBudget", () => {
   it("lets concurrent requests of one process go one interval apart, in order", async () => {
     const time = fakeTime();
-    const budget = new PacedRateBudget(new InProcessSlotStore(time.now), "a".repeat(48), 250, { now: time.now, sleep: time.sleep });
+    const budget = new PacedRateBudget(new InProcessSlotStore(time), "a".repeat(48), 250, { clock: time });
     const started: number[] = [];
     await Promise.all(Array.from({ length: 6 }, () => budget.acquire().then(() => started.push(time.now()))));
     expect(started.map((t) => t - 1_000_000)).toEqual([0, 250, 500, 750, 1000, 1250]);
@@ -118,10 +119,10 @@ describe("PacedRateBudget", () => {
 
   it("two processes on one store share the allowance instead of each taking all of it", async () => {
     const time = fakeTime();
-    const store = new InProcessSlotStore(time.now);
+    const store = new InProcessSlotStore(time);
     const id = "b".repeat(48);
-    const a = new PacedRateBudget(store, id, 100, { now: time.now, sleep: time.sleep });
-    const b = new PacedRateBudget(store, id, 100, { now: time.now, sleep: time.sleep });
+    const a = new PacedRateBudget(store, id, 100, { clock: time });
+    const b = new PacedRateBudget(store, id, 100, { clock: time });
     const started: number[] = [];
     const take = (budget: RateBudget) => budget.acquire().then(() => started.push(time.now()));
     await Promise.all([take(a), take(b), take(a), take(b), take(a), take(b)]);
@@ -141,7 +142,7 @@ describe("PacedRateBudget", () => {
       },
       close: async () => {},
     };
-    const budget = new PacedRateBudget(failing, "c".repeat(48), 200, { now: time.now, sleep: time.sleep, log: (line) => lines.push(line) });
+    const budget = new PacedRateBudget(failing, "c".repeat(48), 200, { clock: time, log: (line) => lines.push(line) });
     const started: number[] = [];
     for (let i = 0; i < 3; i++) {
       await budget.acquire();
@@ -172,7 +173,7 @@ describe("the client and its budget", () => {
     const slow: RateBudget = {
       acquire: async () => {
         acquired += 1;
-        time.clock.now += 5000;
+        time.time += 5000;
       },
       holdOff: async (ms) => void holds.push(ms),
     };
@@ -181,9 +182,7 @@ describe("the client and its budget", () => {
       apiKey: KEY,
       rateBudget: slow,
       retry: { maxElapsedMs: 1000, baseDelayMs: 1, maxDelayMs: 1 },
-      now: time.now,
-      sleep: time.sleep,
-      random: () => 0.5,
+      clock: { now: time.now, sleep: time.sleep, random: () => 0.5 },
     });
     try {
       server.setFaults([{ method: "GET", action: "status", status: 503, times: 1 }]);
@@ -235,7 +234,7 @@ describe("FileSlotStore", () => {
     const id = budgetIdOf("http://127.0.0.1:1", KEY);
     // The clock stands still, so each booking's wait is its slot: 30 bookings at once must get 30 distinct slots 20 ms apart.
     const frozen = Date.now();
-    const stores = [0, 1, 2].map(() => new FileSlotStore(ledgerDir, { now: () => frozen }));
+    const stores = [0, 1, 2].map(() => new FileSlotStore(ledgerDir, { clock: clockWith({ now: () => frozen }) }));
     const waits: number[] = [];
     await Promise.all(stores.flatMap((store) => Array.from({ length: 10 }, () => store.book(id, 20).then((wait) => waits.push(wait)))));
     expect(waits.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i * 20));
@@ -278,7 +277,7 @@ describe("FileSlotStore", () => {
     await new Promise<void>((resolve) => holder.stdout!.once("data", () => resolve()));
     // The clock stands still: the lock never looks old, only a dead holder can free it.
     const frozen = Date.now();
-    const store = new FileSlotStore(ledgerDir, { now: () => frozen });
+    const store = new FileSlotStore(ledgerDir, { clock: clockWith({ now: () => frozen }) });
     let booked = false;
     const booking = store.book(id, 10).then((wait) => {
       booked = true;
@@ -298,7 +297,7 @@ describe("FileSlotStore", () => {
     await new FileSlotStore(ledgerDir).book(id, 10);
     const time = fakeTime(Date.now());
     writeFileSync(path.join(ledgerDir, `${id}.lock`), JSON.stringify({ host: `not-${hostname()}`, pid: process.pid, token: "elsewhere", at: time.now() }));
-    const store = new FileSlotStore(ledgerDir, { now: time.now, sleep: time.sleep });
+    const store = new FileSlotStore(ledgerDir, { clock: time });
     const started = time.now();
     await store.book(id, 10);
     expect(time.now() - started).toBeGreaterThan(LOCK_STALE_MS);

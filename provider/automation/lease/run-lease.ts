@@ -18,6 +18,7 @@
 // finished by the next holder. The record is never kept in the work directory,
 // which a repository (and so a pull request) may hold.
 import { randomUUID } from "node:crypto";
+import { type Clock, systemClock } from "../../clock";
 import { StackLockedError, fileBackendDir } from "../backend";
 import { RENEW_EVERY_MS, LEASE_TTL_MS, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
 import { FileLeaseStore } from "./file-store";
@@ -49,7 +50,7 @@ export class RunLease {
     readonly store: LeaseStore,
     readonly stackName: string,
     record: RunRecord,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {
     this.record = record;
     store.onLost = () => this.lose();
@@ -57,7 +58,7 @@ export class RunLease {
     this.timer = setInterval(
       () =>
         void this.update({}).catch(() => {
-          if (this.now() - this.record.renewedAt > LEASE_TTL_MS - RENEW_EVERY_MS) this.lose();
+          if (this.clock.now() - this.record.renewedAt > LEASE_TTL_MS - RENEW_EVERY_MS) this.lose();
         }),
       RENEW_EVERY_MS,
     );
@@ -89,7 +90,7 @@ export class RunLease {
   update(change: Partial<Pick<RunRecord, "unfinished" | "adopt">>): Promise<void> {
     const next = this.writing.then(async () => {
       if (this.released || this.lost) return;
-      const renewedAt = this.now();
+      const renewedAt = this.clock.now();
       const record: RunRecord = { ...this.record, ...change, renewedAt, expiresAt: renewedAt + LEASE_TTL_MS };
       if (!(await this.store.write(record))) {
         this.lose();
@@ -114,7 +115,7 @@ export class RunLease {
 
 export interface AcquireOptions {
   readonly here?: Here;
-  readonly now?: () => number;
+  readonly clock?: Clock;
 }
 
 /**
@@ -123,9 +124,9 @@ export interface AcquireOptions {
  */
 export async function acquireRunLease(store: LeaseStore, stackName: string, options: AcquireOptions = {}): Promise<RunLease> {
   const here = options.here ?? HERE;
-  const now = options.now ?? Date.now;
-  const startedAt = now();
+  const clock = options.clock ?? systemClock;
+  const startedAt = clock.now();
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt });
   if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder) });
-  return new RunLease(store, stackName, outcome.record, now);
+  return new RunLease(store, stackName, outcome.record, clock);
 }
