@@ -15,6 +15,7 @@ export type { AttemptOutcome, RetryPolicy } from "./client/retry-policy";
 export { UserGroupExistsError } from "./logic/operations";
 export { MissingCredentialsError } from "./logic/credentials";
 export { UserGroupsError } from "./wire/errors";
+export { ERROR_CODES, type ErrorCode, type ErrorCodeEntry, type ForeignErrorCode, isErrorCode } from "./wire/error-codes";
 export type { Environment, JsonValue, Mapping, Properties } from "./wire/schemas";
 
 /**

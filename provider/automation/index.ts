@@ -97,6 +97,7 @@ export { UserGroupExistsError } from "../logic/operations";
 export type { UserGroupInputs } from "../logic/inputs";
 export { UserGroupsError } from "../wire/errors";
 export type { Clock } from "../clock";
+export { ERROR_CODES, type ErrorCode, type ErrorCodeEntry, type ForeignErrorCode, isErrorCode } from "../wire/error-codes";
 export type { Environment, JsonValue, Mapping, Properties, Validator } from "../wire/schemas";
 
 /** Checks one group spec as validateGroups does for each entry (its type leaves zod out of the package's declarations). */

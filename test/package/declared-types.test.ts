@@ -30,7 +30,7 @@ describe("written-out types equal their zod schemas", () => {
     expectTypeOf<wire.UpdateUserResponse>().toEqualTypeOf<z.infer<typeof wire.updateUserResponseSchema>>();
     expectTypeOf<wire.RotateTokenResponse>().toEqualTypeOf<z.infer<typeof wire.rotateTokenResponseSchema>>();
     expectTypeOf<wire.DeleteUserResponse>().toEqualTypeOf<z.infer<typeof wire.deleteUserResponseSchema>>();
-    expectTypeOf<wire.ErrorCode>().toEqualTypeOf<z.infer<typeof wire.errorCodeSchema>>();
+    expectTypeOf<wire.ServiceErrorCode>().toEqualTypeOf<z.infer<typeof wire.errorCodeSchema>>();
     expectTypeOf<wire.ErrorResponse>().toEqualTypeOf<z.infer<typeof wire.errorResponseSchema>>();
   });
 
