@@ -9,13 +9,13 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { freePort } from "../../testkit/free-port";
-import { type PostgresServer, startPostgres } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
-import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { freePort } from "../../../testkit/free-port";
+import { type PostgresServer, startPostgres } from "../../../testkit/postgres";
+import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../../support/pulumi-env";
+import { type CliRun, runUserGroupsCli } from "../../support/user-groups-cli";
 
-type AutomationModule = typeof import("../../provider/automation");
+type AutomationModule = typeof import("../../../provider/automation");
 const automation = createRequire(path.join(REPO_ROOT, "package.json"))("pulumi-user-groups/automation") as AutomationModule;
 
 const KEY = "credentials-test-key-0001";

@@ -5,18 +5,18 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { describe, expect, it } from "vitest";
-import { RunLeaseHeldError, type RunRecord } from "../../provider/automation/lease/record";
-import { PROJECT_NAME } from "../../provider/automation/engine/workspace";
-import { parseDurationMs } from "../../provider/automation/model/duration";
-import { explainLock } from "../../provider/cli/lock-message";
+import { RunLeaseHeldError, type RunRecord } from "../../../provider/automation/lease/record";
+import { PROJECT_NAME } from "../../../provider/automation/engine/workspace";
+import { parseDurationMs } from "../../../provider/automation/model/duration";
+import { explainLock } from "../../../provider/cli/lock-message";
 import {
   isStackLocked,
   nextLockWaitMs,
   StackLockedError,
   StackLockTimeoutError,
   withStackLockWait,
-} from "../../provider/automation/backend/lock-wait";
-import { fakeClock as sharedFakeClock } from "../support/fake-clock";
+} from "../../../provider/automation/backend/lock-wait";
+import { fakeClock as sharedFakeClock } from "../../support/fake-clock";
 
 /** A ConcurrentUpdateError as @pulumi/pulumi/automation raises it for a diy backend's lock. */
 function lockedByAnotherRun(): ConcurrentUpdateError {

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
 import {
   destroyUserGroups,
   detectDrift,
@@ -14,7 +14,7 @@ import {
   provisionUserGroups,
   type RunOptions,
   UserGroupFleet,
-} from "../../provider/automation";
+} from "../../../provider/automation";
 import {
   assertUserStackName,
   planAssignments,
@@ -22,10 +22,10 @@ import {
   ShardNameError,
   shardStackName,
   shardsOf,
-} from "../../provider/automation/shards/directory";
-import { eachLimited } from "../../provider/automation/shards/sharded-stack";
-import { startPostgres, type PostgresServer } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+} from "../../../provider/automation/shards/directory";
+import { eachLimited } from "../../../provider/automation/shards/sharded-stack";
+import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "shards-customer-key-0001";
 let server: FakeServer;

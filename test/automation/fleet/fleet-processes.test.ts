@@ -3,11 +3,11 @@
 // one stack. Nothing may be lost, and every caller's token must be the service's.
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { UserGroupFleet } from "../../provider/automation";
-import { type FleetWorkerReport, runFleetWorker } from "../../testkit/fleet-worker-run";
-import { startPostgres, type PostgresServer } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { UserGroupFleet } from "../../../provider/automation";
+import { type FleetWorkerReport, runFleetWorker } from "../../../testkit/fleet-worker-run";
+import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "fleet-processes-key-0001";
 const STACK = "customers";
@@ -17,7 +17,7 @@ let env: PulumiTestEnv;
 
 function runReplica(replica: string, ids: string[]): Promise<FleetWorkerReport> {
   return runFleetWorker(
-    path.join(__dirname, "../../testkit/fleet-worker.cjs"),
+    path.join(__dirname, "../../../testkit/fleet-worker.cjs"),
     { stack: STACK, backendUrl: postgres.backendUrl, workDir: path.join(env.workDir, replica), ids, prefix: replica },
     {
       ...process.env,

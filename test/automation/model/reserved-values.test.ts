@@ -8,11 +8,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { GroupsValidationError, provisionUserGroups, UserGroupFleet, UserGroupsError, validateGroups } from "../../provider/automation";
-import { SIGNATURE_KEY, UNKNOWN_VALUE } from "../../provider/logic/reserved-values";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
-import { runUserGroupsCli } from "../support/user-groups-cli";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { GroupsValidationError, provisionUserGroups, UserGroupFleet, UserGroupsError, validateGroups } from "../../../provider/automation";
+import { SIGNATURE_KEY, UNKNOWN_VALUE } from "../../../provider/logic/reserved-values";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { runUserGroupsCli } from "../../support/user-groups-cli";
 
 /** Pulumi's signature values of its special objects (sdk/nodejs/runtime/rpc.ts). */
 const SIG = {

@@ -6,18 +6,18 @@ import { inspect } from "node:util";
 import path from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { type GroupOutcome, isolationBudget, othersScrubber, type RunAttempt, scrubbedCopy, settleEach } from "../../provider/automation/fleet/fleet-isolation";
-import { FleetGroupError, UserGroupFleet } from "../../provider/automation";
-import { assertWithinBatch, ChangeTracker, OutsideBatchError } from "../../provider/automation/engine/change-tracker";
-import { USER_GROUP_TYPE } from "../../provider/resource/user-group";
-import { UserGroupsError } from "../../provider/wire/errors";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { type GroupOutcome, isolationBudget, othersScrubber, type RunAttempt, scrubbedCopy, settleEach } from "../../../provider/automation/fleet/fleet-isolation";
+import { FleetGroupError, UserGroupFleet } from "../../../provider/automation";
+import { assertWithinBatch, ChangeTracker, OutsideBatchError } from "../../../provider/automation/engine/change-tracker";
+import { USER_GROUP_TYPE } from "../../../provider/resource/user-group";
+import { UserGroupsError } from "../../../provider/wire/errors";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 /** The seam: the fleet's program throws while declaring this id, a failure the engine charges to the run, not to a group. */
 const POISON = "poisoned-tenant";
-vi.mock("../../provider/automation/engine/program", async (importOriginal) => {
-  const actual = await importOriginal<typeof import("../../provider/automation/engine/program")>();
+vi.mock("../../../provider/automation/engine/program", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../../provider/automation/engine/program")>();
   return {
     ...actual,
     declareGroup: (spec: Parameters<typeof actual.declareGroup>[0]) => {

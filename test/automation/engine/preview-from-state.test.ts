@@ -6,8 +6,8 @@
 import path from "node:path";
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { UserGroupsClient } from "../../provider/client/http-client";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { UserGroupsClient } from "../../../provider/client/http-client";
 import {
   type GroupEvent,
   type GroupSpec,
@@ -17,10 +17,10 @@ import {
   type RunOptions,
   type RunResult,
   WrongPassphraseError,
-} from "../../provider/automation";
-import { exportIfExists } from "../../provider/automation/engine/open-stack";
-import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../provider/automation/engine/unchanged-state";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+} from "../../../provider/automation";
+import { exportIfExists } from "../../../provider/automation/engine/open-stack";
+import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../../provider/automation/engine/unchanged-state";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "preview-state-key-0001";
 let server: FakeServer;

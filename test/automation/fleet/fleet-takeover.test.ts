@@ -6,12 +6,12 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { startPostgres, type PostgresServer } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
-import { provisionUserGroups, type TakeoverReport } from "../../provider/automation";
-import { waitFor } from "../support/wait-for";
-import { describeTakeoverTrial, runTakeoverTrial } from "../../testkit/takeover-trial";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { provisionUserGroups, type TakeoverReport } from "../../../provider/automation";
+import { waitFor } from "../../support/wait-for";
+import { describeTakeoverTrial, runTakeoverTrial } from "../../../testkit/takeover-trial";
 
 const KEY = "fleet-takeover-key-0001";
 let server: FakeServer;
@@ -35,7 +35,7 @@ function trialEnv(): Record<string, string> {
   };
 }
 
-const WORKER = path.join(__dirname, "../../testkit/fleet-worker.cjs");
+const WORKER = path.join(__dirname, "../../../testkit/fleet-worker.cjs");
 
 describe.skipIf(process.platform !== "linux")("a replica killed mid-run is taken over by another", () => {
   it("file backend, same host: the dead pid frees the lease at once; every sign-up is served once, with the server's token", async () => {

@@ -7,14 +7,14 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { type GroupSpec, resourceNameOf, UserGroupFleet } from "../../provider/automation";
-import { groupsInState } from "../../provider/automation/fleet/fleet-state";
-import { type RunOptions } from "../../provider/automation/model/results";
-import { selectStack } from "../../provider/automation/engine/open-stack";
-import { UserGroup } from "../../provider/resource/user-group";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
-import { runUserGroupsCli } from "../support/user-groups-cli";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { type GroupSpec, resourceNameOf, UserGroupFleet } from "../../../provider/automation";
+import { groupsInState } from "../../../provider/automation/fleet/fleet-state";
+import { type RunOptions } from "../../../provider/automation/model/results";
+import { selectStack } from "../../../provider/automation/engine/open-stack";
+import { UserGroup } from "../../../provider/resource/user-group";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { runUserGroupsCli } from "../../support/user-groups-cli";
 
 const KEY = "names-customer-key-000001";
 const TESTING_KEY = "names-testing-key-0000002";

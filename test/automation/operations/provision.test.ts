@@ -2,11 +2,11 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { UserGroupsClient } from "../../../provider/client/http-client";
+import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../../support/pulumi-env";
 
-type AutomationModule = typeof import("../../provider/automation");
+type AutomationModule = typeof import("../../../provider/automation");
 // As a service loads it: the built package, by name.
 const automation = createRequire(path.join(REPO_ROOT, "package.json"))("pulumi-user-groups/automation") as AutomationModule;
 
@@ -35,7 +35,7 @@ afterAll(async () => {
 describe("provisionUserGroups", () => {
   it("validates the groups before Pulumi runs", async () => {
     const error = await automation
-      .provisionUserGroups({ ...options("invalid"), groups: [{ name: "A", userGroupId: "a" }, { name: "", userGroupId: "a", extra: 1 } as import("../../provider/automation").GroupSpec] })
+      .provisionUserGroups({ ...options("invalid"), groups: [{ name: "A", userGroupId: "a" }, { name: "", userGroupId: "a", extra: 1 } as import("../../../provider/automation").GroupSpec] })
       .then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(automation.GroupsValidationError);
     expect((error as Error).message).toMatch(/groups\[1\] \(userGroupId "a"\): name must be 1 to 255 characters/);

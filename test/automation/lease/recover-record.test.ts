@@ -6,10 +6,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { provisionUserGroups, recoverStack } from "../../provider/automation";
-import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { provisionUserGroups, recoverStack } from "../../../provider/automation";
+import { UserGroupsClient } from "../../../provider/client/http-client";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "recover-record-key-0001";
 let server: FakeServer;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { groupOfResourceName, nameOfUrn, resourceNameOf, urnOf } from "../../provider/automation/model/resource-name.js";
-import { validateGroups } from "../../provider/automation/model/groups-spec.js";
+import { groupOfResourceName, nameOfUrn, resourceNameOf, urnOf } from "../../../provider/automation/model/resource-name.js";
+import { validateGroups } from "../../../provider/automation/model/groups-spec.js";
 
 describe("resource names of groups", () => {
   it("keeps the name it always had for ids with no Pulumi syntax in them", () => {

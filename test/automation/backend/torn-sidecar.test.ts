@@ -5,10 +5,10 @@
 import { readFileSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { previewUserGroups, provisionUserGroups, recoverStack } from "../../provider/automation";
-import { removeLingeringTornSidecars } from "../../provider/automation/backend/torn-sidecars";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { previewUserGroups, provisionUserGroups, recoverStack } from "../../../provider/automation";
+import { removeLingeringTornSidecars } from "../../../provider/automation/backend/torn-sidecars";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "torn-sidecar-key-0001";
 let server: FakeServer;

@@ -2,9 +2,9 @@
 // any spelling: as written, percent-decoded, or re-encoded as Go's net/url
 // prints it. (With a real PostgreSQL backend: credentials.test.ts.)
 import { describe, expect, it } from "vitest";
-import { backendUrlSecrets, engineBackendEnv, withoutCredentials } from "../../provider/automation/backend/backend-url";
-import { RunFailedError } from "../../provider/automation/engine/change-tracker";
-import { scrubSecrets, secretValuesOf } from "../../provider/automation/engine/stack-config";
+import { backendUrlSecrets, engineBackendEnv, withoutCredentials } from "../../../provider/automation/backend/backend-url";
+import { RunFailedError } from "../../../provider/automation/engine/change-tracker";
+import { scrubSecrets, secretValuesOf } from "../../../provider/automation/engine/stack-config";
 
 /** Passwords with every character a URL treats specially, and non-ASCII. */
 const PASSWORDS = ["p@ss:w/rd", "100%#sure?", "ünïcödé✓ pass", "a$&+,;=b", "'(!*)'", "%41%"];

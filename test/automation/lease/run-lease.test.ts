@@ -5,17 +5,17 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { acquireRunLease } from "../../provider/automation/lease/run-lease";
-import { advisoryKey, PostgresLeaseStore } from "../../provider/automation/lease/postgres-store";
-import { BackendTableNameError, postgresTarget } from "../../provider/client/shared-state/postgres-target";
-import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../provider/automation/lease/record";
-import { FileLeaseStore } from "../../provider/automation/lease/file-store";
-import { StackLockedError } from "../../provider/automation/backend/lock-wait";
-import { adoptingSpec, mergeAdopt, pendingCreatesOf, waitUntilQuiet } from "../../provider/automation/engine/takeover";
-import { engineAddressOf, isDynamicProviderProcess, type ProbeResult, startEngineWatchdog } from "../../provider/resource/engine-watchdog";
-import { startPostgres, type PostgresServer } from "../../testkit/postgres";
-import { clockWith } from "../../provider/clock";
-import { fakeClock } from "../support/fake-clock";
+import { acquireRunLease } from "../../../provider/automation/lease/run-lease";
+import { advisoryKey, PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
+import { BackendTableNameError, postgresTarget } from "../../../provider/client/shared-state/postgres-target";
+import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../../provider/automation/lease/record";
+import { FileLeaseStore } from "../../../provider/automation/lease/file-store";
+import { StackLockedError } from "../../../provider/automation/backend/lock-wait";
+import { adoptingSpec, mergeAdopt, pendingCreatesOf, waitUntilQuiet } from "../../../provider/automation/engine/takeover";
+import { engineAddressOf, isDynamicProviderProcess, type ProbeResult, startEngineWatchdog } from "../../../provider/resource/engine-watchdog";
+import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
+import { clockWith } from "../../../provider/clock";
+import { fakeClock } from "../../support/fake-clock";
 
 const T0 = Date.parse("2026-11-24T10:00:00Z");
 

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
 import {
   FleetClosedError,
   type GroupSpec,
@@ -12,11 +12,11 @@ import {
   StackLockTimeoutError,
   UserGroupExistsError,
   UserGroupFleet,
-} from "../../provider/automation";
-import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
-import { runUserGroupsCli } from "../support/user-groups-cli";
-import { waitFor } from "../support/wait-for";
+} from "../../../provider/automation";
+import { UserGroupsClient } from "../../../provider/client/http-client";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { runUserGroupsCli } from "../../support/user-groups-cli";
+import { waitFor } from "../../support/wait-for";
 
 const KEY = "fleet-customer-key-0001";
 let server: FakeServer;

@@ -3,9 +3,9 @@
 // earlier calls are done (a service's graceful stop awaits it before exiting).
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { FleetClosedError, UserGroupFleet } from "../../provider/automation";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { FleetClosedError, UserGroupFleet } from "../../../provider/automation";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "fleet-close-key-0001";
 let server: FakeServer;
