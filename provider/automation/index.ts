@@ -19,6 +19,7 @@ export {
   type PendingOperation,
   previewUserGroups,
   provisionUserGroups,
+  type RecoverOptions,
   recoverStack,
   type RecoveryReport,
   refreshUserGroups,
@@ -71,6 +72,8 @@ export {
   PulumiCommandError,
   RunFailedError,
   StackNotFoundError,
+  UntrustedProviderCodeError,
+  type UntrustedResource,
   UntrustedWorkspaceError,
   WrongPassphraseError,
 } from "./engine";

@@ -37,6 +37,8 @@ Options:
   --allow-delete-all     up/recover: allow a run that deletes every group of the stack
                          (refused without it, e.g. for an empty groups file)
   --max-deletes N        up/recover/destroy: refuse a run that would delete more than N groups
+  --rewrite-providers    recover: write this package's own provider code back into the state's
+                         groups first (after you reviewed an untrusted_provider_code refusal)
   --json                 print one JSON document instead of progress and a table
   --show-secrets         with --json: include each group's token
   --refresh              preview/up: read every group from the service first, so that a group
@@ -86,6 +88,8 @@ export interface CliArgs {
   readonly allowDeleteAll: boolean;
   /** up/recover/destroy: refuse a run that deletes more groups. */
   readonly maxDeletes?: number;
+  /** recover: write this package's provider text back into the state first. */
+  readonly rewriteProviders: boolean;
   readonly json: boolean;
   readonly showSecrets: boolean;
   readonly expectNoChanges: boolean;
@@ -104,6 +108,7 @@ const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--force": ["up", "destroy"],
   "--allow-delete-all": ["up", "recover"],
   "--max-deletes": ["up", "recover", "destroy"],
+  "--rewrite-providers": ["recover"],
   "--expect-no-changes": ["preview", "refresh"],
   "--refresh": ["preview", "up"],
   "--summary-file": ["preview", "up", "drift"],
@@ -123,6 +128,7 @@ const PARSE_OPTIONS = {
   force: { type: "boolean", default: false },
   "allow-delete-all": { type: "boolean", default: false },
   "max-deletes": { type: "string" },
+  "rewrite-providers": { type: "boolean", default: false },
   json: { type: "boolean", default: false },
   "show-secrets": { type: "boolean", default: false },
   "expect-no-changes": { type: "boolean", default: false },
@@ -248,6 +254,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     force: values.force ?? false,
     allowDeleteAll: values["allow-delete-all"] ?? false,
     ...(maxDeletes !== undefined ? { maxDeletes } : {}),
+    rewriteProviders: values["rewrite-providers"] ?? false,
     json: values.json ?? false,
     showSecrets: values["show-secrets"] ?? false,
     expectNoChanges: values["expect-no-changes"] ?? false,

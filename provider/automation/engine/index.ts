@@ -10,3 +10,4 @@ export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
 export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
+export { assertOwnProviderCode, KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, untrustedResources, withOwnProviderCode } from "./provider-code";

@@ -19,6 +19,7 @@ import { declareGroup } from "./program";
 import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites } from "../backend";
 import { PROJECT_NAME } from "./workspace";
+import { assertOwnProviderCode } from "./provider-code";
 import { type Clock, systemClock } from "../../clock";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
@@ -192,7 +193,10 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
   const deadWriter = locks.length > 0 || claims.length > 0;
   const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
 
-  const deployment = (await options.stack.exportStack()).deployment as RawDeployment;
+  const exported = await options.stack.exportStack();
+  // The refresh and the adopting up below load provider code from this state: only ours may run.
+  assertOwnProviderCode(exported, options.stackName);
+  const deployment = exported.deployment as RawDeployment;
   const pending = pendingOf(deployment);
   const adopt = mergeAdopt(lease.current.adopt, pendingCreatesOf(deployment));
   // Written down before the refresh clears them: a takeover interrupted from here on is finished by the next holder.

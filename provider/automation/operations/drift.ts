@@ -12,7 +12,7 @@ import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/user-group";
 import { type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
-import { openStack, runError, StackNotFoundError, withLockWait } from "../engine";
+import { openStack, runError, StackNotFoundError, withLockWait, assertOwnProviderCode } from "../engine";
 import { withoutCredentials } from "../backend";
 
 export type DriftKind =
@@ -215,7 +215,10 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
       throw error;
     }
     try {
-      state = stateGroupsOf((await prepared.stack.exportStack()).deployment);
+      const exported = await prepared.stack.exportStack();
+      // The refresh below runs the provider code the state holds: only ours may run.
+      assertOwnProviderCode(exported, options.stack);
+      state = stateGroupsOf(exported.deployment);
       if (state.length > 0 || mustExist) {
         await prepared.stack.preview({
           refresh: true,
