@@ -95,7 +95,7 @@ export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError } from "./sh
 // From the layers below.
 export { BackendTableNameError } from "../client/shared-state";
 export { UserGroupApiError } from "../client/errors";
-export { MissingCredentialsError } from "../logic/credentials";
+export { BaseUrlNotAllowedError, MissingCredentialsError } from "../logic/credentials";
 export { UserGroupExistsError } from "../logic/operations";
 export type { UserGroupInputs } from "../logic/inputs";
 export { UserGroupsError } from "../wire/errors";

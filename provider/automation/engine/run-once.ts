@@ -10,7 +10,7 @@ import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
 import { underRunLease } from "./takeover";
 import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
 import { assertOwnProviderCode } from "./provider-code";
-import { ChangeTracker, RunFailedError, missingCredentials } from "./change-tracker";
+import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials } from "./change-tracker";
 import { PreparedRun, openStack, runError } from "./open-stack";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
@@ -136,15 +136,25 @@ async function runPrepared(
     };
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    const translated = runError(error, options);
-    const secrets = secretValuesOf(options);
-    const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
-    const missing = missingCredentials(tracker);
-    if (missing !== undefined) throw missing;
-    // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
-    if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) throw translated;
-    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
+    throw runFailure(operation, options, tracker, error);
   }
+}
+
+/**
+ * What a failed engine run throws, from what the engine said (the tracker) rather
+ * than the CLI's text: a refusal that names its own fix once for the run (a missing
+ * credential, a base URL the job does not allow), Pulumi's own error where the run
+ * never started, else a RunFailedError with each group's line. Secrets scrubbed.
+ */
+export function runFailure(operation: Operation, options: RunOptions, tracker: ChangeTracker, error: unknown): unknown {
+  const translated = runError(error, options);
+  const secrets = secretValuesOf(options);
+  const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
+  const refusal = missingCredentials(tracker) ?? baseUrlNotAllowed(tracker);
+  if (refusal !== undefined) return refusal;
+  // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
+  if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) return translated;
+  return scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
 }
 
 /**

@@ -12,7 +12,7 @@ import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/user-group";
 import { type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
-import { openStack, runError, StackNotFoundError, withLockWait, assertOwnProviderCode } from "../engine";
+import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure } from "../engine";
 import { withoutCredentials } from "../backend";
 
 export type DriftKind =
@@ -208,6 +208,7 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
       return { seen };
     };
     let prepared: Awaited<ReturnType<typeof openStack>>;
+    const tracker = new ChangeTracker();
     try {
       prepared = await openStack(options, program, { mustExist: true });
     } catch (error) {
@@ -225,6 +226,7 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
           ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           onEvent: (event) => {
+            tracker.handle(event);
             const meta = event.resourcePreEvent?.metadata;
             // A group deleted out of band: gone after the refresh, so the program's group is a create.
             if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(nameOfUrn(meta.urn), undefined);
@@ -232,7 +234,8 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
         });
       }
     } catch (error) {
-      throw runError(error, options);
+      // What the engine said of each group (a rejected key, a base URL the job does not allow), not the CLI's text.
+      throw runFailure("preview", options, tracker, error);
     } finally {
       prepared.release();
     }
