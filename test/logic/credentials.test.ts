@@ -1,17 +1,20 @@
 // R6: base URL and API key from stack config, else the environment; profiles.
 import { describe, expect, it } from "vitest";
-import { MissingCredentialsError, profileEnvSuffix, resolveCredentials } from "../../provider/logic/credentials";
+import { BaseUrlNotAllowedError, MissingCredentialsError, profileEnvSuffix, resolveCredentials } from "../../provider/logic/credentials";
 
 const config = (values: Record<string, unknown>) => (key: string) => values[key];
 
 describe("resolveCredentials", () => {
-  it("prefers stack config over the environment", () => {
-    const creds = resolveCredentials(
-      undefined,
-      config({ "user-groups:baseUrl": "http://config", "user-groups:apiKey": "config-key" }),
-      { USER_GROUPS_BASE_URL: "http://env", USER_GROUPS_API_KEY: "env-key" },
-    );
-    expect(creds).toEqual({ baseUrl: "http://config", apiKey: "config-key", allowInsecureHttp: false });
+  it("prefers stack config over the environment, except a base URL the environment does not name or allow (issue #33)", () => {
+    const both = config({ "user-groups:baseUrl": "http://config", "user-groups:apiKey": "config-key" });
+    expect(resolveCredentials(undefined, both, { USER_GROUPS_API_KEY: "env-key" })).toEqual({ baseUrl: "http://config", apiKey: "config-key", allowInsecureHttp: false });
+    expect(resolveCredentials(undefined, both, { USER_GROUPS_BASE_URL: "http://config/", USER_GROUPS_API_KEY: "env-key" })).toEqual({ baseUrl: "http://config", apiKey: "config-key", allowInsecureHttp: false });
+    expect(resolveCredentials(undefined, both, { USER_GROUPS_BASE_URL: "http://env", USER_GROUPS_ALLOWED_BASE_URLS: "http://config", USER_GROUPS_API_KEY: "env-key" })).toEqual({
+      baseUrl: "http://config",
+      apiKey: "config-key",
+      allowInsecureHttp: false,
+    });
+    expect(() => resolveCredentials(undefined, both, { USER_GROUPS_BASE_URL: "http://env", USER_GROUPS_API_KEY: "env-key" })).toThrow(BaseUrlNotAllowedError);
   });
 
   it("falls back to the environment field by field", () => {
