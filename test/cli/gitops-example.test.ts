@@ -9,10 +9,10 @@ import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import yaml from "js-yaml";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { REPO_ROOT } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 import { USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 const GITHUB_SCRIPT_RUNNER = path.join(REPO_ROOT, "test/support/github-script-runner.cjs");
@@ -55,8 +55,15 @@ interface Workflow {
 const workflowText = readFileSync(path.join(EXAMPLE, "user-groups.yml"), "utf8");
 const workflow = yaml.load(workflowText) as Workflow;
 
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env } = useStackFixture({
+  label: "gitops",
+  apiKeys: [
+    { key: SECRETS.USER_GROUPS_API_KEY!, environment: "Customer" },
+    { key: SECRETS.USER_GROUPS_API_KEY_TESTING!, environment: "Testing" },
+    { key: SECRETS.USER_GROUPS_READONLY_API_KEY!, environment: "Customer", readOnly: true },
+    { key: SECRETS.USER_GROUPS_READONLY_API_KEY_TESTING!, environment: "Testing", readOnly: true },
+  ],
+});
 let binDir: string;
 let commentsStore: string;
 let jobs = 0;
@@ -175,15 +182,6 @@ const MARKER = "<!-- user-groups-preview -->";
 const botComments = () => comments().filter((c) => c.user.login === "github-actions[bot]" && c.body.startsWith(MARKER));
 
 beforeAll(async () => {
-  server = await startFakeServer({
-    apiKeys: [
-      { key: SECRETS.USER_GROUPS_API_KEY!, environment: "Customer" },
-      { key: SECRETS.USER_GROUPS_API_KEY_TESTING!, environment: "Testing" },
-      { key: SECRETS.USER_GROUPS_READONLY_API_KEY!, environment: "Customer", readOnly: true },
-      { key: SECRETS.USER_GROUPS_READONLY_API_KEY_TESTING!, environment: "Testing", readOnly: true },
-    ],
-  });
-  env = createPulumiTestEnv("gitops");
   // What `npm ci` + $GITHUB_PATH give the workflow: the package's command on PATH.
   binDir = path.join(env.workDir, "..", "bin");
   mkdirSync(binDir, { recursive: true });
@@ -194,11 +192,6 @@ beforeAll(async () => {
   commentsStore = path.join(env.workDir, "..", "pull-request-comments.json");
   const human = (id: number, body: string): Comment => ({ id, issue_number: Number(PR_NUMBER), user: { login: "reviewer" }, body });
   writeFileSync(commentsStore, JSON.stringify({ nextId: 151, comments: Array.from({ length: 150 }, (_, i) => human(i + 1, i === 7 ? `${MARKER} quoted by a person` : `comment ${i + 1}`)) }));
-});
-
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
 });
 
 const apiKeys = Object.entries(SECRETS).filter(([name]) => name !== "PULUMI_CONFIG_PASSPHRASE");
