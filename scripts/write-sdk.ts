@@ -71,6 +71,24 @@ export function syncPackageJson(file: string): boolean {
   return true;
 }
 
+/**
+ * The generator writes `[project.license] text = "..."`, a form setuptools warns
+ * is deprecated and stops building on 2027-02-18: the SPDX string instead, which
+ * needs setuptools >= 77. Fails when the generator's output no longer has that form.
+ */
+export function spdxLicense(pyproject: string): string {
+  const table = /^ *\[project\.license\]\n *text = ("[^"\n]+")\n/m;
+  const license = table.exec(pyproject)?.[1];
+  const backend = 'requires = ["setuptools>=61.0"]';
+  if (license === undefined || !pyproject.includes(backend) || !pyproject.includes("\n  requires-python = ")) {
+    throw new Error("sdk/python/pyproject.toml: the generator's license table or build backend changed; review spdxLicense()");
+  }
+  return pyproject
+    .replace(table, "")
+    .replace("\n  requires-python = ", `\n  license = ${license}\n  requires-python = `)
+    .replace(backend, 'requires = ["setuptools>=77.0"]');
+}
+
 function goModFile(): string {
   return [
     `module ${GO_MODULE}`,
@@ -122,6 +140,8 @@ function main(argv: string[]): void {
     renameSync(path.join(generated, "dotnet"), path.join(sdk, "dotnet"));
     // pyproject.toml's `readme` is beside it; the generator writes it inside the package only.
     copyFileSync(path.join(sdk, "python", "pulumi_user_groups", "README.md"), path.join(sdk, "python", "README.md"));
+    const pyproject = path.join(sdk, "python", "pyproject.toml");
+    writeFileSync(pyproject, spdxLicense(readFileSync(pyproject, "utf8")));
 
     writeFileSync(path.join(sdk, "go.mod"), goModFile());
     execFileSync("go", ["mod", "tidy"], {

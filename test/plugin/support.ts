@@ -4,7 +4,9 @@
 // its own with a private PULUMI_HOME, as a user would.
 import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inject } from "vitest";
@@ -120,4 +122,47 @@ export async function installPlugin(env: CliEnv): Promise<string> {
   const installed = path.join(env.vars.PULUMI_HOME!, "plugins", `resource-user-groups-v${PLUGIN_VERSION}`);
   if (!existsSync(path.join(installed, "pulumi-resource-user-groups"))) throw new Error(`the plugin is not in ${installed}`);
   return installed;
+}
+
+export interface FolderServer {
+  /** `http://127.0.0.1:PORT` */
+  readonly url: string;
+  /** The path of every GET, in order, with its status. */
+  readonly requests: { path: string; status: number }[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the files under `root` over HTTP on 127.0.0.1 (a port of its own), as
+ * a release host would: GET of a file's path answers it, anything else 404.
+ */
+export async function serveFolder(root: string): Promise<FolderServer> {
+  const requests: { path: string; status: number }[] = [];
+  const server = createServer((req, res) => {
+    const urlPath = decodeURIComponent(new URL(req.url ?? "/", "http://127.0.0.1").pathname);
+    const file = path.resolve(root, `.${urlPath}`);
+    const inside = file.startsWith(`${path.resolve(root)}${path.sep}`);
+    const found = req.method === "GET" && inside && existsSync(file) && statSync(file).isFile();
+    requests.push({ path: urlPath, status: found ? 200 : 404 });
+    if (!found) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": statSync(file).size });
+    createReadStream(file).pipe(res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
