@@ -93,7 +93,8 @@ function goModFile(): string {
   return [
     `module ${GO_MODULE}`,
     "",
-    "go 1.25.11",
+    // `go mod tidy` raises it to what the Pulumi SDK needs.
+    "go 1.21",
     "",
     "require (",
     "\tgithub.com/blang/semver v3.5.1+incompatible",
