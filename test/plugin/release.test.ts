@@ -14,7 +14,7 @@ import { PLUGIN_DOWNLOAD_URL } from "../../provider/plugin/home";
 import { archiveName, hostPlatform } from "../../scripts/pack-plugin";
 import { CHECKSUMS_FILE, RELEASE_PLATFORMS } from "../../scripts/release";
 import { REPO_ROOT } from "../support/pulumi-env";
-import { type CliEnv, createCliEnv, type FolderServer, PLUGIN_VERSION, serveFolder, toolDir } from "./support";
+import { type CliEnv, createCliEnv, type FolderServer, PLUGIN_VERSION, serveFolder } from "./support";
 
 const run = promisify(execFile);
 const KEY = "release-test-key-testing-01";
@@ -26,14 +26,12 @@ let server: FakeServer;
 const envs: CliEnv[] = [];
 
 /**
- * A `pulumi` surroundings with an empty PULUMI_HOME that may download plugins,
- * and a PATH with the engine, the YAML host and Node.js only (not the
- * repository's node_modules/.bin, which holds the plugin's bin).
+ * A `pulumi` surroundings with an empty PULUMI_HOME that may download plugins
+ * (no plugin on its PATH: createCliEnv leaves out node_modules/.bin).
  */
 function userEnv(label: string): CliEnv {
   const env = createCliEnv(label);
   delete env.vars.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION;
-  env.vars.PATH = [env.binDir, toolDir("pulumiYamlBinDir"), path.dirname(process.execPath), "/usr/local/bin", "/usr/bin", "/bin"].join(path.delimiter);
   envs.push(env);
   expect(existsSync(env.vars.PULUMI_HOME!)).toBe(false);
   return env;

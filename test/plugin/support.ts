@@ -79,15 +79,25 @@ export interface CliEnv extends PulumiTestEnv {
 }
 
 /**
+ * The entries of a PATH, less those holding a `pulumi-resource-user-groups`
+ * (npm puts the repository's node_modules/.bin first, and link-self.js put the
+ * package's bins there): the engine prefers a plugin on PATH to an installed one.
+ */
+function withoutPlugin(searchPath: string): string[] {
+  return searchPath.split(path.delimiter).filter((dir) => dir !== "" && !existsSync(path.join(dir, "pulumi-resource-user-groups")));
+}
+
+/**
  * A work directory, file backend and PULUMI_HOME of its own; on PATH: the
- * engine, the YAML host and Node.js >= 22 (this process's), nothing of ours.
+ * engine, the YAML host and Node.js >= 22 (this process's), nothing of ours
+ * (no plugin unless `extraPath` holds one).
  */
 export function createCliEnv(label: string, extraPath: string[] = []): CliEnv {
   const base = createPulumiTestEnv(label);
   const vars: NodeJS.ProcessEnv = {
     ...process.env,
     ...base.envVars,
-    PATH: [...extraPath, base.binDir, toolDir("pulumiYamlBinDir"), path.dirname(process.execPath), process.env.PATH ?? ""].join(path.delimiter),
+    PATH: [...extraPath, base.binDir, toolDir("pulumiYamlBinDir"), path.dirname(process.execPath), ...withoutPlugin(process.env.PATH ?? "")].join(path.delimiter),
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
   };
   for (const key of Object.keys(vars)) if (key.startsWith("USER_GROUPS_")) delete vars[key];
