@@ -1,6 +1,7 @@
 // The plugin's release as a user meets it: `npm run release`'s folder served
-// over HTTP on 127.0.0.1, the way a GitHub release (or any mirror) serves it,
-// and, with an empty PULUMI_HOME each time and nothing of ours on PATH,
+// over HTTP on 127.0.0.1, the way a GitHub release (or any mirror) serves it;
+// pip installs the Python SDK's wheel from its URL there; and, with an empty
+// PULUMI_HOME each time and nothing of ours on PATH,
 // `pulumi plugin install ... --server URL` installs it, and a YAML program that
 // names the resource type and a pluginDownloadURL gets the plugin installed by
 // the engine on its first `pulumi up` and runs against the emulator.
@@ -14,9 +15,10 @@ import { PLUGIN_DOWNLOAD_URL } from "../../provider/plugin/home";
 import { archiveName, hostPlatform } from "../../scripts/pack-plugin";
 import { CHECKSUMS_FILE, RELEASE_PLATFORMS } from "../../scripts/release";
 import { REPO_ROOT } from "../support/pulumi-env";
-import { type CliEnv, createCliEnv, type FolderServer, PLUGIN_VERSION, serveFolder } from "./support";
+import { type CliEnv, createCliEnv, type FolderServer, PLUGIN_VERSION, pipInstallAndImport, pythonImported, serveFolder } from "./support";
 
 const run = promisify(execFile);
+const WHEEL = `pulumi_user_groups-${PLUGIN_VERSION}-py3-none-any.whl`;
 const KEY = "release-test-key-testing-01";
 
 let out: string;
@@ -69,9 +71,10 @@ describe("the plugin's release, served over HTTP", { timeout: 240_000 }, () => {
       `pulumi-resource-user-groups-v${PLUGIN_VERSION}-darwin-arm64.tar.gz`,
       `pulumi-resource-user-groups-v${PLUGIN_VERSION}-windows-amd64.tar.gz`,
     ]);
-    expect(readdirSync(release).sort()).toEqual([...archives, CHECKSUMS_FILE].sort());
+    const python = [WHEEL, `pulumi_user_groups-${PLUGIN_VERSION}.tar.gz`];
+    expect(readdirSync(release).sort()).toEqual([...archives, ...python, CHECKSUMS_FILE].sort());
     const { stdout: checked } = await run("sha256sum", ["-c", CHECKSUMS_FILE], { cwd: release });
-    expect(checked.trim().split("\n").sort()).toEqual(archives.map((archive) => `${archive}: OK`).sort());
+    expect(checked.trim().split("\n").sort()).toEqual([...archives, ...python].map((file) => `${file}: OK`).sort());
 
     const listings = new Map<string, string[]>();
     for (const platform of RELEASE_PLATFORMS) {
@@ -92,6 +95,12 @@ describe("the plugin's release, served over HTTP", { timeout: 240_000 }, () => {
     const { stdout: cmd } = await run("tar", ["-xzOf", path.join(release, archiveName(PLUGIN_VERSION, "windows-amd64")), "./pulumi-resource-user-groups.cmd"]);
     expect(cmd.split("\r\n")).toContain('"%PULUMI_USER_GROUPS_LAUNCH_NODE%" "%~dp0node_modules\\pulumi-user-groups\\dist\\provider\\plugin\\main.js" %*');
     expect(cmd.replaceAll("\r\n", "")).not.toContain("\n");
+  });
+
+  it("pip installs the Python SDK's wheel by its URL in the release, into a fresh venv, and it imports", async () => {
+    const before = host.requests.length;
+    expect(await pipInstallAndImport(out, `${host.url}/v${PLUGIN_VERSION}/${WHEEL}`)).toEqual(pythonImported());
+    expect(host.requests.slice(before)).toContainEqual({ path: `/v${PLUGIN_VERSION}/${WHEEL}`, status: 200 });
   });
 
   it("pulumi plugin install resource user-groups VERSION --server URL installs it into an empty PULUMI_HOME", async () => {

@@ -4,12 +4,13 @@
 // its own with a private PULUMI_HOME, as a user would.
 import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inject } from "vitest";
+import { PLUGIN_DOWNLOAD_URL, REPOSITORY_URL } from "../../provider/plugin/home";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 
 const run = promisify(execFile);
@@ -174,5 +175,60 @@ export async function serveFolder(root: string): Promise<FolderServer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** PyPA's build and a wheelhouse of the Python SDK's dependencies (scripts/ensure-python-build): its directory. */
+export function pythonTools(): string {
+  const stdout = execFileSync(path.join(REPO_ROOT, "scripts/ensure-python-build"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  return stdout.trim().split("\n").at(-1)!;
+}
+
+/** What a program importing pulumi_user_groups sees: its metadata, its plugin file, a class of it. */
+const PYTHON_IMPORT_CHECK = `
+import importlib.metadata as metadata, importlib.resources as resources, json
+import pulumi_user_groups
+meta = metadata.metadata("pulumi_user_groups")
+print(json.dumps({
+  "version": meta["Version"],
+  "license": meta["License-Expression"],
+  "urls": meta.get_all("Project-URL"),
+  "plugin": json.loads(resources.files("pulumi_user_groups").joinpath("pulumi-plugin.json").read_text()),
+  "args": pulumi_user_groups.UserGroupArgs(name="Acme Corp", user_group_id="acme").user_group_id,
+  "resource": pulumi_user_groups.UserGroup.__module__,
+}))
+`;
+
+/**
+ * `pip install ARTEFACT` (a file or a URL) into a fresh venv under `work`, its
+ * dependencies from the cached wheelhouse (no index), then imports the SDK
+ * there; returns what PYTHON_IMPORT_CHECK printed. The venv is removed.
+ */
+export async function pipInstallAndImport(work: string, artefact: string): Promise<unknown> {
+  const venv = mkdtempSync(path.join(work, "venv-"));
+  const explain = (what: string) => (error: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`${what} failed: ${error.message}\n${error.stdout ?? ""}\n${error.stderr ?? ""}`);
+  };
+  try {
+    await run("python3", ["-m", "venv", venv]).catch(explain("python3 -m venv"));
+    await run(path.join(venv, "bin/pip"), ["install", "--disable-pip-version-check", "--no-input", "--quiet", "--no-index", "--find-links", path.join(pythonTools(), "wheelhouse"), artefact], {
+      maxBuffer: 8 * 1024 * 1024,
+    }).catch(explain(`pip install ${artefact}`));
+    const { stdout } = await run(path.join(venv, "bin/python"), ["-c", PYTHON_IMPORT_CHECK]).catch(explain("import pulumi_user_groups"));
+    return JSON.parse(stdout) as unknown;
+  } finally {
+    rmSync(venv, { recursive: true, force: true });
+  }
+}
+
+/** What pipInstallAndImport returns for the SDK of this checkout. */
+export function pythonImported(): unknown {
+  return {
+    version: PLUGIN_VERSION,
+    license: "Apache-2.0",
+    urls: [`Homepage, ${REPOSITORY_URL}`, `Repository, ${REPOSITORY_URL}`],
+    plugin: { resource: true, name: "user-groups", version: PLUGIN_VERSION, server: PLUGIN_DOWNLOAD_URL },
+    args: "acme",
+    resource: "pulumi_user_groups.user_group",
   };
 }
