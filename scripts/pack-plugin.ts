@@ -5,6 +5,8 @@
 // makes it) and its production dependencies at the versions package-lock.json
 // locks, copied from this checkout's node_modules (no download). The plugin
 // runs on the `node` found on PATH (or $PULUMI_USER_GROUPS_NODE), Node >= 22.
+// This platform's archive only; `npm run release` (scripts/release.ts) makes
+// every platform's from the same payload, with these functions.
 //
 // Usage: node build/scripts/pack-plugin.js [--out DIR]   (default: build/plugin)
 // The last line of stdout is the tarball's absolute path.
