@@ -35,6 +35,7 @@ describe("parseCliArgs", () => {
       yes: true,
       force: false,
       allowDeleteAll: false,
+      rewriteProviders: false,
       json: false,
       showSecrets: false,
       expectNoChanges: false,
