@@ -90,7 +90,7 @@ async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], gua
         // A live holder's lock, or another host's not proven dead, is left alone: nothing is touched.
         for (const lock of await lease.store.pulumiLocks()) {
           const { verdict } = classifyLockHolder(lock, HERE, lease.current.unfinished);
-          if (verdict === "gone") continue;
+          if (verdict === "gone" || verdict === "fenced") continue;
           const holder = { file: lock.key, pid: lock.pid, hostname: lock.hostname, ...(lock.timestamp !== undefined ? { timestamp: lock.timestamp } : {}) };
           throw new LiveLockError(
             options.stack,
