@@ -276,6 +276,28 @@ async function adoptGroups(
   return { adopted: [...done], notAdopted: adopt.filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
 }
 
+/** How long a run that lost its lease gives its engine to stop on the Automation API's SIGINT before its processes are killed. */
+const LOST_RUN_GRACE_MS = 2_000;
+
+/**
+ * A run that lost its lease stops for good: the Automation API interrupts its
+ * engine (SIGINT), which then goes on retrying its refused checkpoint writes for
+ * half a minute and more (Pulumi retries a failed write ten times); what still
+ * runs of it after LOST_RUN_GRACE_MS is killed (this host's processes carrying
+ * its run id). Fenced, it could change nothing anyway; this ends its callers' wait.
+ */
+function stopLostRun(runId: string): void {
+  setTimeout(() => {
+    for (const pid of processesOfRuns([runId])) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // exited meanwhile
+      }
+    }
+  }, LOST_RUN_GRACE_MS).unref();
+}
+
 export interface LeasedRunOptions {
   readonly stack: Stack;
   readonly stackName: string;
@@ -307,6 +329,8 @@ export async function underRunLease<T>(options: LeasedRunOptions, body: (signal:
   if (options.store === undefined) return body(undefined);
   const lease = await acquireRunLease(options.store, options.stackName);
   const unmark = markRun(options.stack, lease);
+  const stopOnLoss = () => stopLostRun(lease.runId);
+  lease.signal.addEventListener("abort", stopOnLoss, { once: true });
   try {
     const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
     if (report) options.onTakeover?.(report);
@@ -317,6 +341,7 @@ export async function underRunLease<T>(options: LeasedRunOptions, body: (signal:
     if (!lease.lost) await lease.update({}).catch(() => undefined);
     throw lease.lost ? lease.signal.reason : error;
   } finally {
+    lease.signal.removeEventListener("abort", stopOnLoss);
     unmark();
     await lease.release();
   }

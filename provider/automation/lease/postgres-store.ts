@@ -37,8 +37,15 @@ export function leaseIdOf(pulumiTable: string, project: string, stack: string): 
   return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest("hex").slice(0, 16);
 }
 
-/** A PostgreSQL lease lives 15 s past its last renewal; its holder renews every 3 s. */
-export const PG_LEASE_TIMING: LeaseTiming = { ttlMs: 15_000, renewEveryMs: 3_000 };
+/**
+ * A PostgreSQL lease lives 10 s past its last renewal; its holder renews every
+ * 2 s. Another replica takes it within ~10-15 s of the last renewal and then
+ * needs ~10 s (takeover and its own run, measured on a loaded 2-core machine)
+ * to serve: within 30 s. Its providers stop sending 3 s before it expires
+ * (client/run-fence FENCE_MARGIN_MS), so up to 3 renewals may fail in a row
+ * before a live run's requests wait.
+ */
+export const PG_LEASE_TIMING: LeaseTiming = { ttlMs: 10_000, renewEveryMs: 2_000 };
 
 /** Session names (application_name): a run's engine, a run's lease session. */
 export const ENGINE_SESSION_PREFIX = "ug-run:";

@@ -27,7 +27,7 @@ export const RUN_FENCE_ENV = {
  * (the database's clock): a process stalled between its check and its send for
  * less than this still sends within its lease, before any other run can hold it.
  */
-export const FENCE_MARGIN_MS = 5_000;
+export const FENCE_MARGIN_MS = 3_000;
 
 /** How `pg_stat_activity` names a provider process's fence session: `ug-fence:<lease id>:<epoch>`. */
 export const FENCE_SESSION_PREFIX = "ug-fence:";
