@@ -19,6 +19,7 @@ export {
   type PendingOperation,
   previewUserGroups,
   provisionUserGroups,
+  type RecoverOptions,
   recoverStack,
   type RecoveryReport,
   refreshUserGroups,

@@ -37,6 +37,9 @@ Options:
   --allow-delete-all     up/recover: allow a run that deletes every group of the stack
                          (refused without it, e.g. for an empty groups file)
   --max-deletes N        up/recover/destroy: refuse a run that would delete more than N groups
+  --break-lease          recover: take the stack's run lease even from a run that still holds it
+                         (a file backend's run on another host, or a live pid here, is never
+                         taken over by itself: use this once you know that run is gone)
   --json                 print one JSON document instead of progress and a table
   --show-secrets         with --json: include each group's token
   --refresh              preview/up: read every group from the service first, so that a group
@@ -86,6 +89,8 @@ export interface CliArgs {
   readonly allowDeleteAll: boolean;
   /** up/recover/destroy: refuse a run that deletes more groups. */
   readonly maxDeletes?: number;
+  /** recover: take the run lease from a holder that still holds it (a person decided it is gone). */
+  readonly breakLease?: boolean;
   readonly json: boolean;
   readonly showSecrets: boolean;
   readonly expectNoChanges: boolean;
@@ -104,6 +109,7 @@ const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--force": ["up", "destroy"],
   "--allow-delete-all": ["up", "recover"],
   "--max-deletes": ["up", "recover", "destroy"],
+  "--break-lease": ["recover"],
   "--expect-no-changes": ["preview", "refresh"],
   "--refresh": ["preview", "up"],
   "--summary-file": ["preview", "up", "drift"],
@@ -123,6 +129,7 @@ const PARSE_OPTIONS = {
   force: { type: "boolean", default: false },
   "allow-delete-all": { type: "boolean", default: false },
   "max-deletes": { type: "string" },
+  "break-lease": { type: "boolean", default: false },
   json: { type: "boolean", default: false },
   "show-secrets": { type: "boolean", default: false },
   "expect-no-changes": { type: "boolean", default: false },
@@ -248,6 +255,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     force: values.force ?? false,
     allowDeleteAll: values["allow-delete-all"] ?? false,
     ...(maxDeletes !== undefined ? { maxDeletes } : {}),
+    ...(values["break-lease"] ? { breakLease: true } : {}),
     json: values.json ?? false,
     showSecrets: values["show-secrets"] ?? false,
     expectNoChanges: values["expect-no-changes"] ?? false,

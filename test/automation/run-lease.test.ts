@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireRunLease } from "../../provider/automation/lease/run-lease";
 import { Client } from "pg";
-import { advisoryKey, leaseIdOf, PostgresLeaseStore } from "../../provider/automation/lease/postgres-store";
+import { leaseIdOf, PostgresLeaseStore } from "../../provider/automation/lease/postgres-store";
 import { PostgresRunFence, RunFencedError } from "../../provider/client/run-fence";
 import { BackendTableNameError, postgresTarget } from "../../provider/client/shared-state/postgres-target";
 import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../provider/automation/lease/record";
@@ -196,10 +196,13 @@ describe("the file lease", () => {
     await expect(acquireRunLease(podB, "other", { here: here("pod-b"), now: () => now })).rejects.toThrow(/locked/);
     now += 3_600_000;
     await expect(acquireRunLease(podB, "other", { here: here("pod-b"), now: () => now })).rejects.toThrow(/locked/);
-    await leaseA.release();
-    const leaseB = await acquireRunLease(podB, "other", { here: here("pod-b"), now: () => now });
-    expect(leaseB.current.unfinished).toEqual([]);
+    // A person who knows A is gone breaks the lease (`recover --break-lease`): A is inherited as a dead run.
+    const leaseB = await acquireRunLease(podB, "other", { here: here("pod-b"), now: () => now, breakLive: true });
+    expect(leaseB.current.unfinished).toEqual([expect.objectContaining({ runId: leaseA.runId, host: "pod-a" })]);
+    await leaseA.update({});
+    expect(leaseA.lost).toBe(true);
     await leaseB.release();
+    await leaseA.release();
   });
 
   it("reads the stack's Pulumi locks and removes one with its sidecar", async () => {
@@ -230,8 +233,8 @@ describe("the PostgreSQL lease", () => {
     }
     // Unset, the SSL mode is lib/pq's (Pulumi's driver) default: require.
     expect(postgresTarget("postgres://u:p@db/state").connectionString).toBe("postgres://u:p@db/state?sslmode=require&uselibpqcompat=true");
-    expect(advisoryKey("pulumi_state", "user-groups", "prod")).toBe(advisoryKey("pulumi_state", "user-groups", "prod"));
-    expect(advisoryKey("pulumi_state", "user-groups", "prod")).not.toBe(advisoryKey("pulumi_state", "user-groups", "prod2"));
+    expect(leaseIdOf("pulumi_state", "user-groups", "prod")).toMatch(/^[0-9a-f]{16}$/);
+    expect(leaseIdOf("pulumi_state", "user-groups", "prod")).not.toBe(leaseIdOf("pulumi_state", "user-groups", "prod2"));
   });
 
   it("an unreachable backend is a UserGroupsError that does not repeat the URL's password", async () => {

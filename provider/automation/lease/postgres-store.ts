@@ -27,11 +27,6 @@ import { engineBackendEnv, withApplicationName } from "../backend";
 import { assertValidStackName } from "../model";
 import { type LeaseTiming, RunClaim, RunRecord, parseRunRecord, successorRecord, LeaseStore, stackPath } from "./record";
 
-/** The advisory lock's key of earlier releases: a 64-bit number of the table, project and stack. */
-export function advisoryKey(pulumiTable: string, project: string, stack: string): string {
-  return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest().readBigInt64BE(0).toString();
-}
-
 /** The lease's id in session names: 16 hex digits of the table, project and stack. */
 export function leaseIdOf(pulumiTable: string, project: string, stack: string): string {
   return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest("hex").slice(0, 16);

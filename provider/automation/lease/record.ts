@@ -195,7 +195,7 @@ export class RunLeaseHeldError extends UserGroupsError {
 /** Where a backend keeps leases, records, and Pulumi's locks. One per backend and stack. */
 export interface LeaseStore {
   /** The lease, or who holds it. `previous` is the record of the last holder (dead or released). */
-  tryAcquire(me: RunClaim): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord }>;
+  tryAcquire(me: RunClaim, options?: { readonly breakLive?: boolean }): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord }>;
   /** Rewrites the held lease's record (renewal, adopt list); false when the lease is no longer ours. */
   write(record: RunRecord): Promise<boolean>;
   release(record: RunRecord): Promise<void>;

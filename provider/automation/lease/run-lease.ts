@@ -128,6 +128,8 @@ export class RunLease {
 export interface AcquireOptions {
   readonly here?: Here;
   readonly now?: () => number;
+  /** A person decided the holder is gone (`recover --break-lease`): take a file lease that still looks live. */
+  readonly breakLive?: boolean;
 }
 
 /**
@@ -138,7 +140,7 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const here = options.here ?? HERE;
   const now = options.now ?? Date.now;
   const startedAt = now();
-  const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt });
+  const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
   if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder) });
   return new RunLease(store, stackName, outcome.record, now);
 }

@@ -49,11 +49,21 @@ export interface RecoveryReport {
  * the groups whose create was pending. `groups` must be what the interrupted
  * run declared (or the new desired list).
  */
-export async function recoverStack(options: ProvisionOptions): Promise<RecoveryReport> {
+export interface RecoverOptions extends ProvisionOptions {
+  /**
+   * Take the stack's run lease even from a run that still holds it. A file
+   * backend cannot fence a run's late writes, so its lease is never taken from a
+   * run of another host, or from a live pid of this one, by itself: a person
+   * who knows that run is gone says so with this (`user-groups recover --break-lease`).
+   */
+  readonly breakLease?: boolean;
+}
+
+export async function recoverStack(options: RecoverOptions): Promise<RecoveryReport> {
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
-  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard), (report) => report.up);
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard, options.breakLease === true), (report) => report.up);
   return {
     removedLocks: reports.flatMap((r) => r.removedLocks),
     repairedFiles: reports.flatMap((r) => r.repairedFiles),
@@ -64,17 +74,17 @@ export async function recoverStack(options: ProvisionOptions): Promise<RecoveryR
   };
 }
 
-async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<RecoveryReport> {
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, breakLease: boolean): Promise<RecoveryReport> {
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, guard, store));
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, breakLease));
   } finally {
     await store?.close();
   }
 }
 
-async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined): Promise<RecoveryReport> {
-  const lease = store ? await acquireRunLease(store, options.stack) : undefined;
+async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined, breakLease: boolean): Promise<RecoveryReport> {
+  const lease = store ? await acquireRunLease(store, options.stack, breakLease ? { breakLive: true } : {}) : undefined;
   try {
     const prepared = await openStack(options, []);
     let taken: TakeoverReport | undefined;
