@@ -196,14 +196,16 @@ $fence$`,
     await client.query("BEGIN");
     let taken: { record: RunRecord; epoch: number; stale: boolean } | undefined;
     let holder: RunRecord | undefined;
+    let retryInMs: number | undefined;
     try {
       await client.query(
         `INSERT INTO ${this.target.leaseTable} (stack_key, lease_id, epoch, run_id, expires_at, released) VALUES ($1, $2, 0, '', now(), true) ON CONFLICT (stack_key) DO NOTHING`,
         [this.stackKey, this.leaseId],
       );
       const row = (
-        await client.query<{ epoch: string; released: boolean; unexpired: boolean; attended: boolean }>(
+        await client.query<{ epoch: string; released: boolean; unexpired: boolean; attended: boolean; left_ms: number }>(
           `SELECT l.epoch::text AS epoch, l.released, l.expires_at > now() AS unexpired,
+             (EXTRACT(EPOCH FROM (l.expires_at - now())) * 1000)::float8 AS left_ms,
              EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $2 || l.lease_id || ':' || l.epoch::text) AS attended
            FROM ${this.target.leaseTable} l WHERE l.stack_key = $1 FOR UPDATE`,
           [this.stackKey, LEASE_SESSION_PREFIX],
@@ -212,6 +214,7 @@ $fence$`,
       const previous = await this.readRecord(client);
       if (!row.released && row.unexpired && row.attended) {
         holder = previous;
+        retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
       } else {
         const epoch = Number(row.epoch) + 1;
         const record = successorRecord(previous, { ...me, epoch }, this.timing.ttlMs);
@@ -229,7 +232,7 @@ $fence$`,
       await client.query("ROLLBACK").catch(() => undefined);
       throw error;
     }
-    if (!taken) return { acquired: false as const, ...(holder ? { holder } : {}) };
+    if (!taken) return { acquired: false as const, ...(holder ? { holder } : {}), ...(retryInMs !== undefined ? { retryInMs } : {}) };
     this.held = { epoch: taken.epoch, runId: me.runId };
     if (taken.stale) await this.endStaleSessions(client, taken.epoch).catch(() => undefined);
     return { acquired: true as const, record: taken.record };

@@ -183,7 +183,11 @@ export class RunLeaseLostError extends UserGroupsError {
 
 /** Why a run could not take the lease: the live run holding it (undefined while another is just taking it). Rides as a StackLockedError's cause. */
 export class RunLeaseHeldError extends UserGroupsError {
-  constructor(readonly holder: RunRecord | undefined) {
+  /** `retryInMs`: when the holder's lease expires unless renewed (PostgreSQL), so that a waiter tries again then. */
+  constructor(
+    readonly holder: RunRecord | undefined,
+    readonly retryInMs?: number,
+  ) {
     super(
       "run_lease_held",
       holder ? `the stack's run lease is held by pid ${holder.pid} on host "${holder.host}" since ${new Date(holder.startedAt).toISOString()}` : "another run is taking the stack's run lease",
@@ -195,7 +199,10 @@ export class RunLeaseHeldError extends UserGroupsError {
 /** Where a backend keeps leases, records, and Pulumi's locks. One per backend and stack. */
 export interface LeaseStore {
   /** The lease, or who holds it. `previous` is the record of the last holder (dead or released). */
-  tryAcquire(me: RunClaim, options?: { readonly breakLive?: boolean }): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord }>;
+  tryAcquire(
+    me: RunClaim,
+    options?: { readonly breakLive?: boolean },
+  ): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord; readonly retryInMs?: number }>;
   /** Rewrites the held lease's record (renewal, adopt list); false when the lease is no longer ours. */
   write(record: RunRecord): Promise<boolean>;
   release(record: RunRecord): Promise<void>;

@@ -141,6 +141,6 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const now = options.now ?? Date.now;
   const startedAt = now();
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
-  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder) });
+  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder, outcome.retryInMs) });
   return new RunLease(store, stackName, outcome.record, now);
 }
