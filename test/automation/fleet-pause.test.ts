@@ -96,13 +96,20 @@ describe.skipIf(process.platform !== "linux")("a replica paused mid-run (SIGSTOP
     replicaA.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderrA += chunk));
     const exitedA = new Promise<void>((resolve) => replicaA.on("exit", () => resolve()));
     const takeovers: TakeoverReport[] = [];
+    const steps: string[] = [];
     const fleet = new UserGroupFleet({
       stack,
       backendUrl: postgres.backendUrl,
       workDir: path.join(env.workDir, "pause-b"),
       envVars: { ...engineEnv, USER_GROUPS_BASE_URL: server.url },
       lockTimeoutMs: 120_000,
-      onTakeover: (report) => takeovers.push(report),
+      onTakeover: (report) => {
+        takeovers.push(report);
+        steps.push(`takeover done at ${Date.now()}`);
+      },
+      onOutput: (text) => {
+        for (const line of text.split("\n")) if (/^(Updating|Refreshing|Resources:|Duration:)/.test(line.trim())) steps.push(`${Date.now()} ${line.trim().slice(0, 60)}`);
+      },
     });
     const db = new Client({ connectionString: postgres.backendUrl });
     await db.connect();
@@ -143,6 +150,7 @@ describe.skipIf(process.platform !== "linux")("a replica paused mid-run (SIGSTOP
       expect(firstServed.error).toBeUndefined();
       const timeToServe = firstServed.at - lastRenewal;
       console.log(`fleet-pause: paused ${pausedAt - lastRenewal} ms after A's last renewal; B served a new sign-up ${timeToServe} ms after it (${firstServed.at - pausedAt} ms after the pause); B took the lease ${acquiredAt - lastRenewal} ms after A's last renewal`);
+      console.log(`fleet-pause: B's steps (ms after A's last renewal): ${steps.map((step) => step.replace(/\d{13}/, (t) => String(Number(t) - lastRenewal))).join("; ")}`);
       expect(timeToServe).toBeLessThan(30_000);
       calls.push(...idsA.map(signUp), signUp(newIds[1]!));
       await Promise.all(calls);
