@@ -137,6 +137,15 @@ describe.skipIf(process.platform !== "linux")("a replica paused mid-run (SIGSTOP
           (r) => void served.push({ id, at: Date.now(), ...(r.token !== undefined ? { token: r.token } : {}) }),
           (error: unknown) => void served.push({ id, at: Date.now(), error: String((error as Error)?.message ?? error) }),
         );
+      // Which engine sessions run meanwhile: a run's engine names its epoch (what the fence on Pulumi's table checks).
+      const engineSessions = new Set<string>();
+      const watcher = new Client({ connectionString: postgres.backendUrl });
+      await watcher.connect();
+      const watching = setInterval(() => {
+        void watcher
+          .query<{ name: string }>("SELECT DISTINCT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'ug-run:%'")
+          .then((r) => r.rows.forEach((row) => engineSessions.add(row.name)), () => undefined);
+      }, 100);
       const calls = [signUp(newIds[0]!)];
       let acquiredAt = 0;
       await waitFor(
@@ -154,11 +163,17 @@ describe.skipIf(process.platform !== "linux")("a replica paused mid-run (SIGSTOP
       expect(timeToServe).toBeLessThan(30_000);
       calls.push(...idsA.map(signUp), signUp(newIds[1]!));
       await Promise.all(calls);
+      clearInterval(watching);
+      await watcher.end();
       server.clearFaults();
       for (const s of served) expect(s.error, s.id).toBeUndefined();
       expect(takeovers.length).toBeGreaterThanOrEqual(1);
       const leaseB = await db.query<{ epoch: string }>("SELECT epoch::text FROM user_groups_run_leases");
       expect(Number(leaseB.rows[0]!.epoch)).toBeGreaterThan(epochA);
+      const epochsSeen = [...engineSessions].map((name) => Number(name.split(":")[2]));
+      console.log(`fleet-pause: engine sessions seen during B's runs: ${[...engineSessions].join(", ")}`);
+      expect(epochsSeen.length).toBeGreaterThan(0);
+      expect(epochsSeen.some((epoch) => epoch > epochA)).toBe(true);
 
       // A resumes: whatever it had in flight fails retryably or finishes consistently.
       const resumedAt = Date.now();

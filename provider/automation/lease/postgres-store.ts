@@ -281,6 +281,11 @@ $fence$`,
     return true;
   }
 
+  /** Our lease session's name back to no epoch: a later holder's takeover has no reason to end it. */
+  private async unnamed(client: PgClient): Promise<void> {
+    await client.query("SELECT set_config('application_name', $1, false)", [LEASE_SESSION_PREFIX + this.leaseId]).catch(() => undefined);
+  }
+
   /** Lets go in good order: only while still ours and unexpired (else the next holder takes it over as a dead run's). */
   async release(record: RunRecord): Promise<void> {
     const client = this.session.current;
@@ -295,6 +300,7 @@ $fence$`,
        UPDATE ${this.target.recordTable} SET record = $4, updated_at = now() WHERE stack_key IN (SELECT stack_key FROM released)`,
       [this.stackKey, held.epoch, held.runId, JSON.stringify({ ...record, released: true })],
     );
+    await this.unnamed(client);
   }
 
   /** A lost run lets go without release: its lease ends now, and the next holder finds it unfinished (and fenced). */
@@ -307,6 +313,7 @@ $fence$`,
       `UPDATE ${this.target.leaseTable} SET expires_at = now(), updated_at = now() WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now()`,
       [this.stackKey, held.epoch, held.runId],
     );
+    await this.unnamed(client);
   }
 
   /** The engine's backend URL naming this run's epoch, and the provider processes' fence. */

@@ -163,13 +163,6 @@ export function successorRecord(previous: RunRecord | undefined, me: RunClaim, t
   return { version: 1, ...me, expiresAt: me.renewedAt + ttlMs, released: false, unfinished, adopt: previous?.adopt ?? [] };
 }
 
-/**
- * A provider process's request (or an engine's checkpoint write) refused because
- * its run's lease has a newer epoch, or is about to expire: that run may change
- * nothing more. Retryable: ask again (the new holder serves it).
- */
-export const RUN_FENCED = "run_fenced";
-
 export class RunLeaseLostError extends UserGroupsError {
   constructor(readonly stackName: string) {
     super(
