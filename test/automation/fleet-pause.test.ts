@@ -9,6 +9,7 @@
 // nothing it writes reaches the state (its late checkpoint does not erase B's groups;
 // the next `up` of everything finds no "already exists").
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -195,6 +196,9 @@ describe.skipIf(process.platform !== "linux")("a replica paused mid-run (SIGSTOP
         if (r.error !== undefined) expect(["run_lease_lost", "run_fenced"], `${r.id}: ${r.error.slice(0, 300)}`).toContain(r.code);
         else expect(r.token, r.id).toBe(onServer.get(r.id));
       }
+      // A's engine, resumed, may have tried to write before it was stopped: the fence on Pulumi's table refused it.
+      const refused = readFileSync(postgres.logFile, "utf8").split("\n").filter((line) => /ERROR: +run_fenced/.test(line));
+      console.log(`fleet-pause: writes to Pulumi's table the fence refused: ${refused.length}${refused.length > 0 ? ` (${refused[0]!.slice(0, 200)})` : ""}`);
       // Nothing of A's run reached the service after the fence (its requests went through the proxy).
       const fencedFrom = expiresAt - MARGIN_MS;
       const late = proxy.seen.filter((s) => s.at >= fencedFrom);
