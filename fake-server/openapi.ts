@@ -21,7 +21,7 @@ import {
   tokenSchema,
   userGroupIdSchema,
   type ApiMethod,
-  type ErrorCode,
+  type ServiceErrorCode,
 } from "../provider/wire/schemas.js";
 import { ALLOW } from "./api-request.js";
 import { MAX_JSON_DEPTH } from "./json-guard.js";
@@ -125,7 +125,7 @@ const ERROR_STATUSES = {
     description: "Only with a data file: the change could not be written to disk (it is kept in memory and written by the next write).",
     codes: ["internal_error"],
   },
-} as const satisfies Record<string, { name: string; description: string; codes: readonly ErrorCode[] }>;
+} as const satisfies Record<string, { name: string; description: string; codes: readonly ServiceErrorCode[] }>;
 type ErrorStatus = keyof typeof ERROR_STATUSES;
 
 /** The failures each operation can answer (405 belongs to the methods the document does not list). */

@@ -7,6 +7,7 @@ import type * as HttpClientModule from "./client/http-client";
 
 export { ImportNotSupportedError, type InputMembers, UserGroup, type UserGroupArgs } from "./resource/user-group";
 export type { ClientOptions, Timeouts } from "./client/http-client";
+export type { Clock } from "./clock";
 export { type ApiErrorDetails, type FailureKind, UserGroupApiError } from "./client/errors";
 export type { Pacer, PacerClock, PacerOptions, PacerState } from "./client/pacer";
 export type { RateBudget } from "./client/rate-budget";
@@ -14,6 +15,7 @@ export type { AttemptOutcome, RetryPolicy } from "./client/retry-policy";
 export { UserGroupExistsError } from "./logic/operations";
 export { MissingCredentialsError } from "./logic/credentials";
 export { UserGroupsError } from "./wire/errors";
+export { ERROR_CODES, type ErrorCode, type ErrorCodeEntry, type ForeignErrorCode, isErrorCode } from "./wire/error-codes";
 export type { Environment, JsonValue, Mapping, Properties } from "./wire/schemas";
 
 /**

@@ -9,7 +9,7 @@
 // B hands out is the server's, the server holds exactly the asked groups (no
 // double, no orphan, nothing lost), the state holds exactly the server's groups
 // with the server's tokens, nothing pending, no lock left.
-// Shared by test/automation/fleet-takeover.test.ts and bench/takeover.ts.
+// Shared by test/automation/fleet/fleet-takeover.test.ts and bench/takeover.ts.
 import { spawn } from "node:child_process";
 import path from "node:path";
 import type { FakeServer } from "../fake-server/index.js";

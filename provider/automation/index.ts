@@ -72,6 +72,8 @@ export {
   PulumiCommandError,
   RunFailedError,
   StackNotFoundError,
+  UntrustedProviderCodeError,
+  type UntrustedResource,
   UntrustedWorkspaceError,
   WrongPassphraseError,
 } from "./engine";
@@ -93,10 +95,12 @@ export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError } from "./sh
 // From the layers below.
 export { BackendTableNameError } from "../client/shared-state";
 export { UserGroupApiError } from "../client/errors";
-export { MissingCredentialsError } from "../logic/credentials";
+export { BaseUrlNotAllowedError, MissingCredentialsError } from "../logic/credentials";
 export { UserGroupExistsError } from "../logic/operations";
 export type { UserGroupInputs } from "../logic/inputs";
 export { UserGroupsError } from "../wire/errors";
+export type { Clock } from "../clock";
+export { ERROR_CODES, type ErrorCode, type ErrorCodeEntry, type ForeignErrorCode, isErrorCode } from "../wire/error-codes";
 export type { Environment, JsonValue, Mapping, Properties, Validator } from "../wire/schemas";
 
 /** Checks one group spec as validateGroups does for each entry (its type leaves zod out of the package's declarations). */

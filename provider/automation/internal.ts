@@ -5,4 +5,6 @@ export * from "./index";
 export { backendUrlSecrets, lockHolderStatus, type LockHolderStatus, readRegularFile, writeFileReplacing } from "./backend";
 export { PREVIEW_ENGINE_ENV, PROJECT_NAME, scrubText, secretValuesOf, selectStack, workspaceOf } from "./engine";
 export { RunLeaseHeldError, type RunRecord } from "./lease";
-export { assertDeletionsAllowed, CONTROLS, groupsDocumentSchema, groupsFileJsonSchema, nameOfUrn } from "./model";
+export { assertDeletionsAllowed, CONTROLS, groupsFileJsonSchema, nameOfUrn } from "./model";
+/** @internal a zod schema: left out of the declarations. */
+export { groupsDocumentSchema } from "./model";

@@ -37,6 +37,8 @@ Options:
   --allow-delete-all     up/recover: allow a run that deletes every group of the stack
                          (refused without it, e.g. for an empty groups file)
   --max-deletes N        up/recover/destroy: refuse a run that would delete more than N groups
+  --rewrite-providers    recover: write this package's own provider code back into the state's
+                         groups first (after you reviewed an untrusted_provider_code refusal)
   --break-lease          recover: take the stack's run lease even from a run that still holds it
                          (a file backend's run on another host, or a live pid here, is never
                          taken over by itself: use this once you know that run is gone)
@@ -89,6 +91,8 @@ export interface CliArgs {
   readonly allowDeleteAll: boolean;
   /** up/recover/destroy: refuse a run that deletes more groups. */
   readonly maxDeletes?: number;
+  /** recover: write this package's provider text back into the state first. */
+  readonly rewriteProviders: boolean;
   /** recover: take the run lease from a holder that still holds it (a person decided it is gone). */
   readonly breakLease?: boolean;
   readonly json: boolean;
@@ -109,6 +113,7 @@ const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--force": ["up", "destroy"],
   "--allow-delete-all": ["up", "recover"],
   "--max-deletes": ["up", "recover", "destroy"],
+  "--rewrite-providers": ["recover"],
   "--break-lease": ["recover"],
   "--expect-no-changes": ["preview", "refresh"],
   "--refresh": ["preview", "up"],
@@ -129,6 +134,7 @@ const PARSE_OPTIONS = {
   force: { type: "boolean", default: false },
   "allow-delete-all": { type: "boolean", default: false },
   "max-deletes": { type: "string" },
+  "rewrite-providers": { type: "boolean", default: false },
   "break-lease": { type: "boolean", default: false },
   json: { type: "boolean", default: false },
   "show-secrets": { type: "boolean", default: false },
@@ -255,6 +261,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     force: values.force ?? false,
     allowDeleteAll: values["allow-delete-all"] ?? false,
     ...(maxDeletes !== undefined ? { maxDeletes } : {}),
+    rewriteProviders: values["rewrite-providers"] ?? false,
     ...(values["break-lease"] ? { breakLease: true } : {}),
     json: values.json ?? false,
     showSecrets: values["show-secrets"] ?? false,

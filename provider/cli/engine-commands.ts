@@ -3,7 +3,7 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, scrubText, secretValuesOf } from "../automation/internal";
+import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, scrubText, secretValuesOf } from "../automation/internal";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
@@ -132,7 +132,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     // The library scrubs its errors; this is the last word before a terminal or a CI log, so once more.
     const secrets = secretValuesOf({ ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}) }, io.env);
     const message = scrubText(`${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}`, secrets);
-    const refusedInput = [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError].some((refusal) => error instanceof refusal);
+    const refusedInput = [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError].some((refusal) => error instanceof refusal);
     const exitCode = refusedInput ? EXIT_USAGE : EXIT_FAILED;
     return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode }, args.json);
   }
@@ -157,7 +157,7 @@ async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { gr
     case "destroy":
       return destroyUserGroups(options);
     default: {
-      const report = await recoverStack(args.breakLease ? { ...options, breakLease: true } : options);
+      const report = await recoverStack({ ...options, rewriteProviders: args.rewriteProviders, ...(args.breakLease ? { breakLease: true } : {}) });
       for (const lock of report.removedLocks) tell(io, `removed the stale lock ${terminalText(lock)}`);
       for (const file of report.repairedFiles) tell(io, `removed ${terminalText(file)} (torn by the interrupted write)`);
       if (report.pending.length > 0) tell(io, `cleared ${report.pending.length} pending operations`);

@@ -3,6 +3,7 @@
 // passes terminalMessage / terminalJson, so that no id, name, host name or
 // message of the service's or Pulumi's can drive the terminal.
 import { terminalJson, terminalMessage } from "./terminal-text";
+import type { ErrorCode, ForeignErrorCode } from "../wire/error-codes";
 
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -35,8 +36,8 @@ export function printJson(io: CliIo, document: object): void {
 }
 
 export interface CliFailure {
-  /** The error's stable code (UserGroupsError.code), for scripts. */
-  readonly code: string;
+  /** The error's stable code (UserGroupsError.code, catalogued in wire/error-codes.ts), for scripts. */
+  readonly code: ErrorCode | ForeignErrorCode;
   /** What went wrong and what to do, for a person. */
   readonly message: string;
   readonly exitCode: number;

@@ -1,6 +1,7 @@
 // Typed failures of the HTTP client. Every message says what failed in words a
 // user can act on, and is built from redacted parts only.
 import { type ApiMethod, OPERATION_TITLES } from "../wire/operations";
+import { foreignErrorCode } from "../wire/error-codes";
 import { UserGroupsError } from "../wire/errors";
 import type { Environment } from "../wire/schemas";
 
@@ -27,14 +28,16 @@ export interface ApiErrorDetails {
 
 // The class carries every detail as a field of its own (declaration merging).
 // `code` is the service's error code (W3) or the system's (ECONNREFUSED, ...);
-// without one, the kind of failure ("http", "network", "invalid_response").
+// without one, the kind of failure ("http", "network", "invalid_response"). The
+// W3 codes and the kinds are in the catalogue (wire/error-codes.ts); any other
+// code is kept as it came, a ForeignErrorCode (this is the only class with one).
 export interface UserGroupApiError extends Omit<ApiErrorDetails, "code"> {}
 export class UserGroupApiError extends UserGroupsError {
   /** The details as given: what a copy of this error (e.g. marked ambiguous) starts from. */
   readonly details: ApiErrorDetails;
 
   constructor(details: ApiErrorDetails, options?: { cause?: unknown }) {
-    super(details.code ?? details.kind, describeFailure(details), options);
+    super(foreignErrorCode(details.code ?? details.kind), describeFailure(details), options);
     this.name = "UserGroupApiError";
     const { code: _code, ...rest } = details;
     Object.assign(this, rest);

@@ -4,6 +4,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Agent, errors as undiciErrors } from "undici";
 import type { z } from "zod";
+import { type Clock, clockOf } from "../clock";
 import { USER_AGENT } from "../version";
 import {
   API_PATH,
@@ -50,9 +51,13 @@ export interface ClientOptions {
   readonly connections?: number;
   /** Debug lines (already redacted). Off unless given. */
   readonly log?: (line: string) => void;
-  // Injected for tests: how to wait, what time it is, where randomness comes from.
+  /** What time it is, how to wait, where the retries' jitter comes from (default: the system's); for tests. */
+  readonly clock?: Clock;
+  /** @deprecated Give `clock` instead (this replaces its `sleep`). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** @deprecated Give `clock` instead (this replaces its `now`). */
   readonly now?: () => number;
+  /** @deprecated Give `clock` instead (this replaces its `random`). */
   readonly random?: () => number;
   /** Shared pacing after 429s (default: one per client). */
   readonly pacer?: Pacer;
@@ -79,8 +84,6 @@ interface SendOptions {
   /** False for requests that must not be repeated blindly when their answer was lost (rotation). */
   readonly retryWhenAmbiguous: boolean;
 }
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** One logical request across its attempts. */
 interface RequestInProgress {
@@ -114,9 +117,7 @@ export class UserGroupsClient {
   private readonly timeouts: Timeouts;
   private readonly redactor = new Redactor();
   private readonly log?: (line: string) => void;
-  private readonly sleep: (ms: number) => Promise<void>;
-  private readonly now: () => number;
-  private readonly random: () => number;
+  private readonly clock: Clock;
   private readonly pacer: Pacer;
   private readonly rateBudget?: RateBudget;
   private readonly runFence?: RunFence;
@@ -144,10 +145,8 @@ export class UserGroupsClient {
       keepAliveTimeout: 10_000,
     });
     this.log = options.log;
-    this.sleep = options.sleep ?? defaultSleep;
-    this.now = options.now ?? Date.now;
-    this.random = options.random ?? Math.random;
-    this.pacer = options.pacer ?? new Pacer(this.now);
+    this.clock = clockOf(options);
+    this.pacer = options.pacer ?? new Pacer(this.clock);
     this.rateBudget = options.rateBudget;
     this.runFence = options.runFence;
   }
@@ -245,13 +244,13 @@ export class UserGroupsClient {
     schema: S,
     options: SendOptions,
   ): Promise<{ data: z.infer<S>; ambiguousEarlier: boolean }> {
-    const request: RequestInProgress = { method, payload: this.serialize(body), options, started: this.now(), pacedMs: 0, ambiguousEarlier: false };
+    const request: RequestInProgress = { method, payload: this.serialize(body), options, started: this.clock.now(), pacedMs: 0, ambiguousEarlier: false };
     await this.waitForFirstSlot(request);
     for (let attempt = 1; ; attempt++) {
       const result = await this.attempt(request, schema, attempt);
       if (result.done) return { data: result.data, ambiguousEarlier: request.ambiguousEarlier };
       this.noteMayHaveApplied(request, result);
-      const delay = nextRetryDelayMs(this.policy, result.outcome, attempt, this.now() - request.started - request.pacedMs, this.random);
+      const delay = nextRetryDelayMs(this.policy, result.outcome, attempt, this.clock.now() - request.started - request.pacedMs, () => this.clock.random());
       // A final answer after a lost one: the caller may need to know an earlier attempt may have applied.
       if (delay === undefined) throw request.ambiguousEarlier && !result.failure.ambiguous ? withAmbiguity(result.failure) : result.failure;
       await this.waitBeforeRetry(request, delay);
@@ -268,7 +267,7 @@ export class UserGroupsClient {
     const firstWait = this.pacer.reserve();
     if (firstWait > 0) {
       request.pacedMs += firstWait;
-      await this.sleep(firstWait);
+      await this.clock.sleep(firstWait);
     }
     await this.takeBudgetSlot(request);
   }
@@ -281,9 +280,9 @@ export class UserGroupsClient {
    */
   private async takeBudgetSlot(request: RequestInProgress): Promise<void> {
     if (this.rateBudget === undefined) return;
-    const before = this.now();
+    const before = this.clock.now();
     await this.rateBudget.acquire();
-    request.pacedMs += Math.max(0, this.now() - before);
+    request.pacedMs += Math.max(0, this.clock.now() - before);
   }
 
   /**
@@ -294,7 +293,7 @@ export class UserGroupsClient {
   private async attempt<S extends z.ZodType>(request: RequestInProgress, schema: S, attempt: number): Promise<AttemptResult<z.infer<S>>> {
     // A fenced run sends nothing: the error is final for this run (its caller asks again, and the new holder serves it).
     await this.runFence?.check();
-    const attemptStarted = this.now();
+    const attemptStarted = this.clock.now();
     try {
       const response = await this.agent.request({
         origin: this.origin,
@@ -334,11 +333,11 @@ export class UserGroupsClient {
   ): AttemptResult<z.infer<S>> {
     const { method, options } = request;
     this.observePacing(status, headers);
-    this.debug(`${method} ${API_PATH} -> ${status} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
+    this.debug(`${method} ${API_PATH} -> ${status} (${this.clock.now() - attemptStarted} ms, attempt ${attempt})`);
     const parsed = parseJson(text);
     if (status === 200 && isSuccess(parsed)) return { done: true, data: this.validated(method, schema, options, attempt, status, parsed) };
     const error = errorResponseSchema.safeParse(parsed);
-    const retryAfterMs = parseRetryAfterMs(headerValue(headers["retry-after"]), this.now());
+    const retryAfterMs = parseRetryAfterMs(headerValue(headers["retry-after"]), this.clock.now());
     const failure = error.success
       ? this.failure(method, options, attempt, {
           kind: "http",
@@ -365,7 +364,7 @@ export class UserGroupsClient {
   /** A 429 slows every later request of this pacer; any other answer lets it speed up again. */
   private observePacing(status: number, headers: IncomingHttpHeaders): void {
     if (status === 429) {
-      const retryAfterMs = parseRetryAfterMs(headerValue(headers["retry-after"]), this.now());
+      const retryAfterMs = parseRetryAfterMs(headerValue(headers["retry-after"]), this.clock.now());
       this.pacer.observe(status, retryAfterMs);
       // Every sharer of the key's budget holds off too (not awaited: the store is told, this request goes on retrying).
       if (retryAfterMs !== undefined) void this.rateBudget?.holdOff(retryAfterMs).catch(() => undefined);
@@ -393,7 +392,7 @@ export class UserGroupsClient {
   private classifyNetworkFailure(request: RequestInProgress, attempt: number, attemptStarted: number, error: unknown): AttemptResult<never> {
     const { method, options } = request;
     const sent = wasSent(error);
-    this.debug(`${method} ${API_PATH} -> ${networkCode(error)} (${this.now() - attemptStarted} ms, attempt ${attempt})`);
+    this.debug(`${method} ${API_PATH} -> ${networkCode(error)} (${this.clock.now() - attemptStarted} ms, attempt ${attempt})`);
     const failure = this.failure(method, options, attempt, {
       kind: "network",
       code: networkCode(error),
@@ -416,10 +415,10 @@ export class UserGroupsClient {
 
   /** The retry delay, or longer when the pacer has no slot sooner, then a budget slot; pacing time is not held against the retry budget. */
   private async waitBeforeRetry(request: RequestInProgress, delay: number): Promise<void> {
-    const wait = this.pacer.reserve(this.now() + delay);
+    const wait = this.pacer.reserve(this.clock.now() + delay);
     request.pacedMs += wait - delay;
     this.debug(`retrying ${request.method} in ${wait} ms`);
-    await this.sleep(wait);
+    await this.clock.sleep(wait);
     await this.takeBudgetSlot(request);
   }
 

@@ -9,7 +9,9 @@
 // that requests start at least `intervalMs` apart. A 429 while paced means the
 // estimate was too generous: the interval only grows.
 
-/** What time it is (ms); injected so that unit tests drive the pacer with a fake clock. */
+import { type Clock, clockWith, systemClock } from "../clock";
+
+/** @deprecated What time it is (ms): the pacer takes a {@link Clock} now (a bare function is still accepted). */
 export type PacerClock = () => number;
 
 export interface PacerOptions {
@@ -35,11 +37,11 @@ export class Pacer {
   private limited = 0;
   private readonly safety: number;
   private readonly maxIntervalMs: number;
+  private readonly clock: Clock;
 
-  constructor(
-    private readonly clock: PacerClock,
-    options: PacerOptions = {},
-  ) {
+  /** `clock`: what time it is (default: the system's); injected so that unit tests drive the pacer with a fake clock. */
+  constructor(clock: Clock | PacerClock = systemClock, options: PacerOptions = {}) {
+    this.clock = typeof clock === "function" ? clockWith({ now: clock }) : clock;
     this.safety = options.safety ?? 1.05;
     this.maxIntervalMs = options.maxIntervalMs ?? 60_000;
   }
@@ -49,8 +51,8 @@ export class Pacer {
    * backoff) and returns how long to wait from now. The caller does the waiting,
    * once, so a backoff and a slot never add up.
    */
-  reserve(earliest: number = this.clock()): number {
-    const now = this.clock();
+  reserve(earliest: number = this.clock.now()): number {
+    const now = this.clock.now();
     const at = Math.max(now, earliest, this.nextSlotAt, this.blockedUntil);
     this.nextSlotAt = at + this.intervalMs;
     this.periodStart ??= at;
@@ -59,7 +61,7 @@ export class Pacer {
 
   /** Reports what the service answered a request that got a slot. */
   observe(status: number, retryAfterMs: number | undefined): void {
-    const now = this.clock();
+    const now = this.clock.now();
     if (status !== 429) {
       this.admitted += 1;
       return;

@@ -6,6 +6,12 @@ import { UserGroupsError } from "../wire/errors";
 export const CONFIG_NAMESPACE = "user-groups";
 export const ENV_BASE_URL = "USER_GROUPS_BASE_URL";
 export const ENV_API_KEY = "USER_GROUPS_API_KEY";
+/**
+ * Base URLs that stack config may name although the environment names another (or, for the
+ * `user-groups` command, none): comma-separated, compared by origin and path. Set by the job,
+ * never by a file a repository holds.
+ */
+export const ENV_ALLOWED_BASE_URLS = "USER_GROUPS_ALLOWED_BASE_URLS";
 /** Opt-in to plain http to a host that is not loopback (config `user-groups:allowInsecureHttp`). */
 export const ENV_ALLOW_INSECURE_HTTP = "USER_GROUPS_ALLOW_INSECURE_HTTP";
 
@@ -32,6 +38,53 @@ export class MissingCredentialsError extends UserGroupsError {
     super("missing_credentials", message);
     this.name = "MissingCredentialsError";
   }
+}
+
+/**
+ * Stack config names a base URL that the environment does not: refused, because stack config
+ * may come from a file a pull request changed (`Pulumi.<stack>.yaml`), and the API key would go
+ * wherever it says. The job allows such a URL in USER_GROUPS_ALLOWED_BASE_URLS.
+ */
+export class BaseUrlNotAllowedError extends UserGroupsError {
+  constructor(message: string) {
+    super("base_url_not_allowed", message);
+    this.name = "BaseUrlNotAllowedError";
+  }
+}
+
+/** The start of a BaseUrlNotAllowedError's message, as it reaches the engine's diagnostics. */
+export const BASE_URL_NOT_ALLOWED = /The base URL in stack config for (?:the default profile|profile "[^"]*") is not the environment's/;
+
+/** A URL's origin and path without a trailing slash, for comparing; the text itself when it does not parse. */
+function comparableUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname.replace(/\/+$/, "")}`;
+  } catch {
+    return url;
+  }
+}
+
+/** Whether the job allows stack config's base URL (ENV_ALLOWED_BASE_URLS). */
+function allowedByJob(url: string, env: NodeJS.ProcessEnv): boolean {
+  const allowed = (env[ENV_ALLOWED_BASE_URLS] ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry.length > 0);
+  return allowed.some((entry) => comparableUrl(entry) === comparableUrl(url));
+}
+
+/**
+ * Stack config's base URL is used only where the job agrees: it equals the environment's, or the
+ * job lists it in USER_GROUPS_ALLOWED_BASE_URLS. With no URL in the environment, a Pulumi program's
+ * own config is the user's (allowed); the `user-groups` command's is a committed file's (not).
+ */
+function assertBaseUrlAllowed(configured: string, fromEnv: string | undefined, who: string, configKey: string, envVar: string, env: NodeJS.ProcessEnv): void {
+  if (allowedByJob(configured, env)) return;
+  if (fromEnv !== undefined ? comparableUrl(fromEnv) === comparableUrl(configured) : env[ENV_HINTS] !== "cli") return;
+  const against = fromEnv !== undefined ? `${envVar} names another` : `${envVar} is not set`;
+  throw new BaseUrlNotAllowedError(
+    `The base URL in stack config for ${who} is not the environment's (${configKey} names ${JSON.stringify(comparableUrl(configured).slice(0, 200))}; ${against}), ` +
+      `so the API key was not sent: stack config may come from a committed file. Nothing was sent. Remove ${configKey} from the stack's config, ` +
+      `or, if the job means it, list the URL in ${ENV_ALLOWED_BASE_URLS}.`,
+  );
 }
 
 /** The start of a MissingCredentialsError's message, as it reaches the engine's diagnostics. */
@@ -77,9 +130,11 @@ export function resolveCredentials(profile: string | undefined, config: ConfigLo
       apiKey: `${CONFIG_NAMESPACE}:profiles.${profile}.apiKey`,
     };
   }
-  const baseUrl = fromConfig.baseUrl ?? nonEmptyString(env[`${ENV_BASE_URL}${envSuffix}`]);
-  const apiKey = fromConfig.apiKey ?? nonEmptyString(env[`${ENV_API_KEY}${envSuffix}`]);
+  const envBaseUrl = nonEmptyString(env[`${ENV_BASE_URL}${envSuffix}`]);
   const who = profile === undefined ? "the default profile" : `profile "${profile}"`;
+  if (fromConfig.baseUrl !== undefined) assertBaseUrlAllowed(fromConfig.baseUrl, envBaseUrl, who, configHint.baseUrl, `${ENV_BASE_URL}${envSuffix}`, env);
+  const baseUrl = fromConfig.baseUrl ?? envBaseUrl;
+  const apiKey = fromConfig.apiKey ?? nonEmptyString(env[`${ENV_API_KEY}${envSuffix}`]);
   const hints = credentialHints(env[ENV_HINTS], configHint, envSuffix, profile !== undefined);
   if (baseUrl === undefined) throw new MissingCredentialsError(`No base URL for ${who}: ${hints.baseUrl}.`);
   if (apiKey === undefined) throw new MissingCredentialsError(`No API key for ${who}: ${hints.apiKey}.`);

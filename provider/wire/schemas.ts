@@ -209,7 +209,8 @@ export interface DeleteUserResponse {
 
 // ---- errors (W3) ----------------------------------------------------------
 
-export const ERROR_CODES = [
+/** The contract's error codes (W3); their meanings are in the catalogue, error-codes.ts. */
+export const SERVICE_ERROR_CODES = [
   "unauthorized", // 401: missing, malformed or unknown API key
   "forbidden", // 403: read-only key asked to write
   "unsupported_media_type", // 415
@@ -232,8 +233,8 @@ export const ERROR_CODES = [
   "internal_error", // 500
 ] as const;
 /** @internal */
-export const errorCodeSchema = z.enum(ERROR_CODES);
-export type ErrorCode = (typeof ERROR_CODES)[number];
+export const errorCodeSchema = z.enum(SERVICE_ERROR_CODES);
+export type ServiceErrorCode = (typeof SERVICE_ERROR_CODES)[number];
 
 /** @internal The failure body. `code` stays a plain string: a real service may send codes we do not know. */
 export const errorResponseSchema = z.object({
@@ -246,7 +247,7 @@ export interface ErrorResponse {
 }
 
 /** Maps a request field to the error code that names it (W4). */
-export function fieldErrorCode(field: string): ErrorCode {
+export function fieldErrorCode(field: string): ServiceErrorCode {
   switch (field) {
     case "name":
       return "invalid_name";

@@ -1,8 +1,9 @@
 // On-disk Pulumi programs (Pulumi.yaml with `runtime: nodejs`) run through the
-// Node.js language host: a real Pulumi install's own, or the minimal one that
-// scripts/ensure-pulumi installs next to a self-built engine. These tests drive
-// the engine through the Automation API's on-disk form (a workDir, no inline
-// program): config, up, preview, refresh, a failing program, destroy.
+// Node.js language host: a real Pulumi install's own, or our minimal one
+// (language-host/) that scripts/ensure-pulumi installs next to a self-built
+// engine. These tests drive the engine through the Automation API's on-disk form
+// (a workDir, no inline program): config, up, preview, refresh, a failing
+// program, destroy.
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
 import type * as grpcTypes from "@grpc/grpc-js";
 import type * as languageGrpcTypes from "@pulumi/pulumi/proto/language_grpc_pb";

@@ -3,7 +3,7 @@
 // truth: each written-out type must equal what its schema infers, checked by
 // `npm run typecheck` (part of `npm test`'s pretest). The runtime half checks that
 // the schemas tagged @internal really are gone from the shipped declarations.
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { z } from "zod";
@@ -30,7 +30,7 @@ describe("written-out types equal their zod schemas", () => {
     expectTypeOf<wire.UpdateUserResponse>().toEqualTypeOf<z.infer<typeof wire.updateUserResponseSchema>>();
     expectTypeOf<wire.RotateTokenResponse>().toEqualTypeOf<z.infer<typeof wire.rotateTokenResponseSchema>>();
     expectTypeOf<wire.DeleteUserResponse>().toEqualTypeOf<z.infer<typeof wire.deleteUserResponseSchema>>();
-    expectTypeOf<wire.ErrorCode>().toEqualTypeOf<z.infer<typeof wire.errorCodeSchema>>();
+    expectTypeOf<wire.ServiceErrorCode>().toEqualTypeOf<z.infer<typeof wire.errorCodeSchema>>();
     expectTypeOf<wire.ErrorResponse>().toEqualTypeOf<z.infer<typeof wire.errorResponseSchema>>();
   });
 
@@ -75,7 +75,8 @@ describe("the shipped declarations", () => {
       seen.add(file);
       for (const match of readFileSync(file, "utf8").matchAll(/(?:from|import\()\s*["'](\.{1,2}\/[^"']+)["']/g)) {
         const target = path.resolve(path.dirname(file), match[1]!).replace(/\.js$/, "");
-        queue.push(target.endsWith(".d.ts") ? target : `${target}.d.ts`);
+        // A folder (`./rate-budget`, `./lease`) resolves to its index.d.ts, as TypeScript resolves it.
+        queue.push(target.endsWith(".d.ts") ? target : existsSync(`${target}.d.ts`) ? `${target}.d.ts` : path.join(target, "index.d.ts"));
       }
     }
     return seen;

@@ -2,9 +2,10 @@
 // update of a locked stack at once; a service or a CI job would rather wait.
 // One policy for every caller (the fleet, the CLI's --lock-timeout): jittered
 // exponential backoff, up to a time budget, then an error naming the stack and
-// how long it waited. Clock, sleep and randomness are injected for tests.
+// how long it waited. The clock (time, sleep, jitter) is injected for tests.
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { backoffDelayMs, type RetryPolicy } from "../../client/retry-policy";
+import { type Clock, clockOf } from "../../clock";
 import { formatDuration } from "../model";
 import { UserGroupsError } from "../../wire/errors";
 
@@ -62,14 +63,17 @@ export interface LockWaitOptions {
   readonly baseDelayMs?: number;
   /** Largest backoff; default 5 s. */
   readonly maxDelayMs?: number;
+  /** What time it is, how to wait, the backoff's jitter (default: the system's); for tests. */
+  readonly clock?: Clock;
+  /** @deprecated Give `clock` instead (this replaces its `now`). */
   readonly now?: () => number;
+  /** @deprecated Give `clock` instead (this replaces its `sleep`). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** @deprecated Give `clock` instead (this replaces its `random`). */
   readonly random?: () => number;
   /** Told before each wait (for progress output). */
   readonly onWait?: (waitMs: number, waitedMs: number) => void;
 }
-
-const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * The next wait before trying a locked stack again, or undefined when the
@@ -99,17 +103,15 @@ export function nextLockWaitMs(
  * refusal itself, as a StackLockedError).
  */
 export async function withStackLockWait<T>(attempt: () => Promise<T>, options: LockWaitOptions): Promise<T> {
-  const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? sleepMs;
-  const random = options.random ?? Math.random;
-  const started = now();
+  const clock = clockOf(options);
+  const started = clock.now();
   for (let refusals = 1; ; refusals++) {
     try {
       return await attempt();
     } catch (error) {
       if (!isStackLocked(error)) throw error;
-      const waitedMs = now() - started;
-      const backoff = nextLockWaitMs(refusals, waitedMs, options, random);
+      const waitedMs = clock.now() - started;
+      const backoff = nextLockWaitMs(refusals, waitedMs, options, () => clock.random());
       // A lease that says when it expires (PostgreSQL: the database's clock) is tried again right then, not up to a backoff later.
       const hint = (error as { cause?: { retryInMs?: unknown } }).cause?.retryInMs;
       const wait = backoff !== undefined && typeof hint === "number" && Number.isFinite(hint) ? Math.min(backoff, Math.max(5, hint)) : backoff;
@@ -118,7 +120,7 @@ export async function withStackLockWait<T>(attempt: () => Promise<T>, options: L
         throw new StackLockTimeoutError(options.stackName, waitedMs, { cause: error });
       }
       options.onWait?.(wait, waitedMs);
-      await sleep(wait);
+      await clock.sleep(wait);
     }
   }
 }

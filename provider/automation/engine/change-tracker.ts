@@ -1,7 +1,7 @@
 // Following one run's engine events: per group, the most telling change, the
 // fields it touches and what the engine said of it; the errors a run ends in.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { MISSING_CREDENTIALS, MissingCredentialsError } from "../../logic/credentials";
+import { BASE_URL_NOT_ALLOWED, BaseUrlNotAllowedError, MISSING_CREDENTIALS, MissingCredentialsError } from "../../logic/credentials";
 import { diffUserGroup } from "../../logic/diff";
 import type { CheckedInputs } from "../../logic/inputs";
 import { nameOfUrn, GroupChange, FieldChange, GroupEvent, Operation } from "../model";
@@ -182,4 +182,18 @@ export function missingCredentials(tracker: ChangeTracker): MissingCredentialsEr
   const texts = [...tracker.diagnostics.values(), ...tracker.runDiagnostics];
   if (texts.length === 0 || !texts.every((text) => MISSING_CREDENTIALS.test(text))) return undefined;
   return new MissingCredentialsError([...new Set(texts.map((text) => text.split("\n")[0]!))].join("\n"));
+}
+
+/**
+ * The provider's refusal of a base URL that stack config names and the job does not
+ * (logic/credentials.ts): once for the run, each distinct line once, whatever else
+ * failed with it, since no request was sent for any group it names.
+ */
+export function baseUrlNotAllowed(tracker: ChangeTracker): BaseUrlNotAllowedError | undefined {
+  // The provider's own words, without what the engine put before them ("Preview failed: ").
+  const texts = [...tracker.diagnostics.values(), ...tracker.runDiagnostics].map((text) => text.split("\n")[0]!).flatMap((line) => {
+    const at = line.search(BASE_URL_NOT_ALLOWED);
+    return at < 0 ? [] : [line.slice(at)];
+  });
+  return texts.length === 0 ? undefined : new BaseUrlNotAllowedError([...new Set(texts)].join("\n"));
 }

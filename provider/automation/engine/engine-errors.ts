@@ -6,6 +6,7 @@
 // went wrong and, separately, what to do, worded for who called: the CLI's
 // users set environment variables and flags, a library's users pass options.
 import { CommandError } from "@pulumi/pulumi/automation";
+import type { ErrorCode } from "../../wire/error-codes";
 import { UserGroupsError } from "../../wire/errors";
 
 /** Who is told what to do: the `user-groups` command's user, or a program calling this library. */
@@ -14,7 +15,7 @@ export type HintAudience = "cli" | "library";
 /** An error whose advice depends on the caller: `message` has the library's; `messageFor("cli")` the command line's. */
 export class EngineEdgeError extends UserGroupsError {
   constructor(
-    code: string,
+    code: ErrorCode,
     /** What went wrong, for any caller. */
     readonly problem: string,
     readonly hints: Readonly<Record<HintAudience, string>>,

@@ -1,6 +1,6 @@
 // One run of one stack under its run lease: the delete guard, the engine call
 // (or a preview answered from the state), and the run's result.
-import type { OutputMap } from "@pulumi/pulumi/automation";
+import type { Deployment, OutputMap } from "@pulumi/pulumi/automation";
 import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
 import { EngineEdgeError } from "./engine-errors";
 import { StackLockedError, withoutCredentials } from "../backend";
@@ -9,7 +9,8 @@ import { PROJECT_NAME } from "./workspace";
 import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
 import { underRunLease } from "./takeover";
 import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
-import { ChangeTracker, RunFailedError, missingCredentials } from "./change-tracker";
+import { assertOwnProviderCode } from "./provider-code";
+import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials } from "./change-tracker";
 import { PreparedRun, openStack, runError } from "./open-stack";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
@@ -96,10 +97,14 @@ async function runPrepared(
   };
   const refresh = options.refresh === true ? { refresh: true } : {};
   try {
+    // One read of the state before the engine runs: the provider code the engine would load from it
+    // (provider-code.ts: nothing runs that this package did not write), and the delete guard.
+    const state = await prepared.stack.exportStack();
+    assertOwnProviderCode(state, options.stack);
     // Mass deletion needs an explicit word, decided from the state before the engine runs.
     const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
     if ((operation === "up" || operation === "destroy") && guarded) {
-      const held = heldGroupNames(await prepared.stack.exportStack());
+      const held = heldGroupNames(state);
       const declared = new Set(specs.map(resourceNameOf));
       const deleting = operation === "destroy" ? held : held.filter((name) => !declared.has(name));
       assertDeletionsAllowed({ operation, stack: options.stack, held: held.length, deleting }, guard);
@@ -107,7 +112,7 @@ async function runPrepared(
     let outputs: OutputMap | undefined;
     switch (operation) {
       case "preview":
-        if (options.refresh !== true && (await previewedFromState(prepared, options, specs, tracker))) break;
+        if (options.refresh !== true && previewedFromState(state, options, specs, tracker)) break;
         await prepared.stack.preview({ ...common, ...refresh });
         break;
       case "up":
@@ -131,15 +136,25 @@ async function runPrepared(
     };
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    const translated = runError(error, options);
-    const secrets = secretValuesOf(options);
-    const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
-    const missing = missingCredentials(tracker);
-    if (missing !== undefined) throw missing;
-    // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
-    if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) throw translated;
-    throw scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
+    throw runFailure(operation, options, tracker, error);
   }
+}
+
+/**
+ * What a failed engine run throws, from what the engine said (the tracker) rather
+ * than the CLI's text: a refusal that names its own fix once for the run (a missing
+ * credential, a base URL the job does not allow), Pulumi's own error where the run
+ * never started, else a RunFailedError with each group's line. Secrets scrubbed.
+ */
+export function runFailure(operation: Operation, options: RunOptions, tracker: ChangeTracker, error: unknown): unknown {
+  const translated = runError(error, options);
+  const secrets = secretValuesOf(options);
+  const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
+  const refusal = missingCredentials(tracker) ?? baseUrlNotAllowed(tracker);
+  if (refusal !== undefined) return refusal;
+  // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
+  if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) return translated;
+  return scrubSecrets(new RunFailedError(operation, options.stack, lines, { cause: translated }), secrets);
 }
 
 /**
@@ -148,9 +163,9 @@ async function runPrepared(
  * each group and the caller's output one line saying so. False (and nothing
  * told) when the engine must run.
  */
-async function previewedFromState(prepared: PreparedRun, options: RunOptions, specs: readonly GroupSpec[], tracker: ChangeTracker): Promise<boolean> {
+function previewedFromState(state: Deployment, options: RunOptions, specs: readonly GroupSpec[], tracker: ChangeTracker): boolean {
   if ((options.envVars?.[PREVIEW_ENGINE_ENV] ?? process.env[PREVIEW_ENGINE_ENV]) === "always") return false;
-  const proof = proveUnchanged(await prepared.stack.exportStack(), options.stack, specs);
+  const proof = proveUnchanged(state, options.stack, specs);
   if (!proof.unchanged) return false;
   for (const event of proof.events) tracker.handle(event);
   options.onOutput?.(

@@ -12,7 +12,6 @@
 // Steps 3-5 survive an interruption: the next holder inherits the record.
 import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
@@ -20,6 +19,8 @@ import { declareGroup } from "./program";
 import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites } from "../backend";
 import { PROJECT_NAME } from "./workspace";
+import { assertOwnProviderCode } from "./provider-code";
+import { type Clock, systemClock } from "../../clock";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
 export const QUIET_MS = 5_000;
@@ -102,8 +103,7 @@ export interface QuietOptions {
   readonly here?: Here;
   readonly quietMs?: number;
   readonly graceMs?: number;
-  readonly sleep?: (ms: number) => Promise<void>;
-  readonly now?: () => number;
+  readonly clock?: Clock;
   readonly processesOf?: (runIds: readonly string[]) => number[];
   readonly kill?: (pid: number) => void;
 }
@@ -116,21 +116,20 @@ export interface QuietOptions {
  */
 export async function waitUntilQuiet(claims: readonly RunClaim[], unclaimedDeadLocks: number, since: number, options: QuietOptions = {}): Promise<number> {
   const here = options.here ?? HERE;
-  const wait = options.sleep ?? ((ms: number) => sleep(ms));
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const processesOf = options.processesOf ?? processesOfRuns;
   const kill = options.kill ?? ((pid: number) => process.kill(pid, "SIGKILL"));
   const local = claims.filter((c) => c.host === here.host).map((c) => c.runId);
   if (claims.some((c) => c.host !== here.host) || unclaimedDeadLocks > 0 || (local.length > 0 && process.platform !== "linux")) {
-    const left = since + (options.quietMs ?? QUIET_MS) - now();
-    if (left > 0) await wait(left);
+    const left = since + (options.quietMs ?? QUIET_MS) - clock.now();
+    if (left > 0) await clock.sleep(left);
   }
-  const deadline = now() + (options.graceMs ?? ORPHAN_GRACE_MS);
+  const deadline = clock.now() + (options.graceMs ?? ORPHAN_GRACE_MS);
   let killed = 0;
   for (;;) {
     const running = processesOf(local);
     if (running.length === 0) return killed;
-    if (now() >= deadline) {
+    if (clock.now() >= deadline) {
       for (const pid of running) {
         try {
           kill(pid);
@@ -140,7 +139,7 @@ export async function waitUntilQuiet(claims: readonly RunClaim[], unclaimedDeadL
         }
       }
     }
-    await wait(100);
+    await clock.sleep(100);
   }
 }
 
@@ -195,7 +194,7 @@ function stackUrnOf(deployment: RawDeployment): string | undefined {
 export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport | undefined> {
   const { lease } = options;
   const here = options.quiet?.here ?? HERE;
-  const since = (options.quiet?.now ?? Date.now)();
+  const since = (options.quiet?.clock ?? systemClock).now();
   const claims = lease.current.unfinished;
   const locks = await lease.store.pulumiLocks();
   const verdicts = locks.map((lock) => ({ lock, ...classifyLockHolder(lock, here, claims) }));
@@ -213,7 +212,10 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
   const deadWriter = locks.length > 0 || claims.length > 0;
   const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
 
-  const deployment = (await options.stack.exportStack()).deployment as RawDeployment;
+  const exported = await options.stack.exportStack();
+  // The refresh and the adopting up below load provider code from this state: only ours may run.
+  assertOwnProviderCode(exported, options.stackName);
+  const deployment = exported.deployment as RawDeployment;
   const pending = pendingOf(deployment);
   const adopt = mergeAdopt(lease.current.adopt, pendingCreatesOf(deployment));
   // Written down before the refresh clears them: a takeover interrupted from here on is finished by the next holder.

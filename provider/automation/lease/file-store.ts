@@ -7,6 +7,7 @@ import { readLockHolders } from "../backend";
 import { assertValidStackName } from "../model";
 import { RunClaim, RunRecord, parseRunRecord, Here, HERE, leaseStateOf, successorRecord, LeaseStore, stackPath } from "./record";
 import { writePrivate, privateDirs } from "../../client/shared-state";
+import { type Clock, systemClock } from "../../clock";
 
 const LEASE_FILE = /^lease-(\d{1,15})\.json$/;
 
@@ -26,7 +27,7 @@ export class FileLeaseStore implements LeaseStore {
     private readonly project: string,
     private readonly stack: string,
     private readonly here: Here = HERE,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {
     this.dir = path.join(backendDir, ".user-groups", "leases", project, encodeURIComponent(assertValidStackName(stack)));
   }
@@ -61,7 +62,7 @@ export class FileLeaseStore implements LeaseStore {
     const previous = current > 0 ? this.read(current) : undefined;
     if (previous === "missing") return { acquired: false as const }; // pruned under us: look again
     // A record that does not parse (torn by a crash, or not ours) holds nothing.
-    if (!options.breakLive && leaseStateOf(previous, this.now(), this.here) === "live") return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
+    if (!options.breakLive && leaseStateOf(previous, this.clock.now(), this.here) === "live") return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
     const record = successorRecord(previous, me);
     if (!writePrivate(this.fileOf(current + 1), `${JSON.stringify(record)}\n`, true)) return { acquired: false as const };
     this.held = current + 1;

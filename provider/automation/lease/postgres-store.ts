@@ -20,7 +20,7 @@
 //   (the trigger and the checks are), but it stops it sooner.
 import type { PulumiLock } from "../model";
 import { createHash } from "node:crypto";
-import { createTablesIfMissing, isSqlName, PostgresSession, postgresTarget } from "../../client/shared-state";
+import { createTablesIfMissing, isSqlName, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
 import { FENCE_SESSION_PREFIX, RUN_FENCE_ENV } from "../../client/run-fence";
 import { UserGroupsError } from "../../wire/errors";
 import { engineBackendEnv, withApplicationName } from "../backend";
@@ -50,7 +50,7 @@ export const LEASE_SESSION_PREFIX = "ug-lease:";
 const FENCE_FUNCTION = "user_groups_run_fence_v1";
 const FENCE_TRIGGER = "user_groups_run_fence";
 
-type PgClient = import("pg").Client;
+type PgClient = SqlClient;
 
 export class LeaseFenceError extends UserGroupsError {
   constructor(table: string, detail: string) {

@@ -22,6 +22,7 @@
 // finished by the next holder. The record is never kept in the work directory,
 // which a repository (and so a pull request) may hold.
 import { randomUUID } from "node:crypto";
+import { type Clock, systemClock } from "../../clock";
 import { StackLockedError, fileBackendDir } from "../backend";
 import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
 import { FileLeaseStore } from "./file-store";
@@ -54,7 +55,7 @@ export class RunLease {
     readonly store: LeaseStore,
     readonly stackName: string,
     record: RunRecord,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {
     this.record = record;
     this.timing = store.timing ?? FILE_LEASE_TIMING;
@@ -64,7 +65,7 @@ export class RunLease {
     this.timer = setInterval(
       () =>
         void this.update({}).catch(() => {
-          if (this.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
+          if (this.clock.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
         }),
       renewEveryMs,
     );
@@ -101,7 +102,7 @@ export class RunLease {
   update(change: Partial<Pick<RunRecord, "unfinished" | "adopt">>): Promise<void> {
     const next = this.writing.then(async () => {
       if (this.released || this.lost) return;
-      const renewedAt = this.now();
+      const renewedAt = this.clock.now();
       const record: RunRecord = { ...this.record, ...change, renewedAt, expiresAt: renewedAt + this.timing.ttlMs };
       if (!(await this.store.write(record))) {
         this.lose();
@@ -127,7 +128,7 @@ export class RunLease {
 
 export interface AcquireOptions {
   readonly here?: Here;
-  readonly now?: () => number;
+  readonly clock?: Clock;
   /** A person decided the holder is gone (`recover --break-lease`): take a file lease that still looks live. */
   readonly breakLive?: boolean;
 }
@@ -138,9 +139,9 @@ export interface AcquireOptions {
  */
 export async function acquireRunLease(store: LeaseStore, stackName: string, options: AcquireOptions = {}): Promise<RunLease> {
   const here = options.here ?? HERE;
-  const now = options.now ?? Date.now;
-  const startedAt = now();
+  const clock = options.clock ?? systemClock;
+  const startedAt = clock.now();
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
   if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder, outcome.retryInMs) });
-  return new RunLease(store, stackName, outcome.record, now);
+  return new RunLease(store, stackName, outcome.record, clock);
 }

@@ -12,7 +12,7 @@ import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/user-group";
 import { type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
-import { openStack, runError, StackNotFoundError, withLockWait } from "../engine";
+import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure } from "../engine";
 import { withoutCredentials } from "../backend";
 
 export type DriftKind =
@@ -208,6 +208,7 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
       return { seen };
     };
     let prepared: Awaited<ReturnType<typeof openStack>>;
+    const tracker = new ChangeTracker();
     try {
       prepared = await openStack(options, program, { mustExist: true });
     } catch (error) {
@@ -215,13 +216,17 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
       throw error;
     }
     try {
-      state = stateGroupsOf((await prepared.stack.exportStack()).deployment);
+      const exported = await prepared.stack.exportStack();
+      // The refresh below runs the provider code the state holds: only ours may run.
+      assertOwnProviderCode(exported, options.stack);
+      state = stateGroupsOf(exported.deployment);
       if (state.length > 0 || mustExist) {
         await prepared.stack.preview({
           refresh: true,
           ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           onEvent: (event) => {
+            tracker.handle(event);
             const meta = event.resourcePreEvent?.metadata;
             // A group deleted out of band: gone after the refresh, so the program's group is a create.
             if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(nameOfUrn(meta.urn), undefined);
@@ -229,7 +234,8 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
         });
       }
     } catch (error) {
-      throw runError(error, options);
+      // What the engine said of each group (a rejected key, a base URL the job does not allow), not the CLI's text.
+      throw runFailure("preview", options, tracker, error);
     } finally {
       prepared.release();
     }

@@ -17,7 +17,7 @@
 // there decides nothing.
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
 import { eachShard, mergeRunResults } from "../shards";
-import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME } from "../engine";
+import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode } from "../engine";
 import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore } from "../lease";
 import { LiveLockError } from "../backend";
 
@@ -51,6 +51,12 @@ export interface RecoveryReport {
  */
 export interface RecoverOptions extends ProvisionOptions {
   /**
+   * Writes this package's own provider text back into every group of the state before anything
+   * else (after a person reviewed an UntrustedProviderCodeError). Resources of a type this package
+   * never makes are not touched: the recovery still refuses them.
+   */
+  readonly rewriteProviders?: boolean;
+  /**
    * Take the stack's run lease even from a run that still holds it. A file
    * backend cannot fence a run's late writes, so its lease is never taken from a
    * run of another host, or from a live pid of this one, by itself: a person
@@ -63,7 +69,7 @@ export async function recoverStack(options: RecoverOptions): Promise<RecoveryRep
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
-  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard, options.breakLease === true), (report) => report.up);
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard, options.rewriteProviders === true, options.breakLease === true), (report) => report.up);
   return {
     removedLocks: reports.flatMap((r) => r.removedLocks),
     repairedFiles: reports.flatMap((r) => r.repairedFiles),
@@ -74,16 +80,23 @@ export async function recoverStack(options: RecoverOptions): Promise<RecoveryRep
   };
 }
 
-async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, breakLease: boolean): Promise<RecoveryReport> {
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, breakLease));
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, rewriteProviders, breakLease));
   } finally {
     await store?.close();
   }
 }
 
-async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined, breakLease: boolean): Promise<RecoveryReport> {
+async function recoverOnce(
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  store: LeaseStore | undefined,
+  rewriteProviders: boolean,
+  breakLease: boolean,
+): Promise<RecoveryReport> {
   const lease = store ? await acquireRunLease(store, options.stack, breakLease ? { breakLive: true } : {}) : undefined;
   try {
     const prepared = await openStack(options, []);
@@ -95,6 +108,15 @@ async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], gua
         ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
         ...(lease ? { signal: lease.signal } : {}),
       };
+      if (rewriteProviders) {
+        const { deployment, rewritten } = withOwnProviderCode(await prepared.stack.exportStack());
+        if (rewritten > 0) {
+          await prepared.stack.importStack(deployment);
+          options.onOutput?.(`Wrote this package's provider text back into ${rewritten} place${rewritten === 1 ? "" : "s"} of stack ${JSON.stringify(options.stack)}'s state.\n`);
+        }
+      }
+      // The refresh and the up below load provider code from the state: only ours may run.
+      assertOwnProviderCode(await prepared.stack.exportStack(), options.stack);
       if (lease) {
         markRun(prepared.stack, lease);
         // A live holder's lock, or another host's not proven dead, is left alone: nothing is touched.

@@ -16,7 +16,7 @@ import path from "node:path";
 import { z } from "zod";
 import { UserGroupsError } from "../../wire/errors";
 import { backendPlace, BackendUnreachableError } from "../engine";
-import { createTablesIfMissing, PostgresSession, postgresTarget, privateDirs, withFileLock, writePrivate } from "../../client/shared-state";
+import { createTablesIfMissing, PostgresSession, postgresTarget, privateDirs, type SqlClient, withFileLock, writePrivate } from "../../client/shared-state";
 import { fileBackendDir } from "../backend";
 import { assertValidStackName, isValidStackName } from "../model";
 
@@ -270,7 +270,7 @@ export class FileShardDirectory implements ShardDirectory {
 
 // ---------------------------------------------------------------- PostgreSQL backend
 
-type PgClient = import("pg").Client;
+type PgClient = SqlClient;
 
 /**
  * Rows of our table `user_groups_shard_members` beside Pulumi's (and a row per

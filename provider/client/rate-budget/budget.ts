@@ -17,6 +17,7 @@
 // configured one, a 429 still slows this process; it also holds every sharer
 // of the budget off for its Retry-After.
 import { scryptSync } from "node:crypto";
+import { type Clock, systemClock } from "../../clock";
 import { UserGroupsError } from "../../wire/errors";
 
 /** N requests per window, as the service (or `--rate-limit N/SECONDS` of the fake server) allows them per key. */
@@ -88,33 +89,31 @@ export interface RateBudget {
 export class InProcessSlotStore implements SlotStore {
   private readonly next = new Map<string, number>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly clock: Clock = systemClock) {}
 
   async book(budgetId: string, intervalMs: number): Promise<number> {
-    const now = this.now();
+    const now = this.clock.now();
     const booking = bookSlot(this.next.get(budgetId), now, intervalMs);
     this.next.set(budgetId, booking.nextFree);
     return booking.at - now;
   }
 
   async hold(budgetId: string, holdMs: number): Promise<void> {
-    this.next.set(budgetId, holdSlots(this.next.get(budgetId), this.now(), holdMs));
+    this.next.set(budgetId, holdSlots(this.next.get(budgetId), this.clock.now(), holdMs));
   }
 
   async close(): Promise<void> {}
 }
 
 export interface PacedBudgetOptions {
-  readonly sleep?: (ms: number) => Promise<void>;
-  readonly now?: () => number;
+  /** What time it is and how to wait for a slot (default: the system's). */
+  readonly clock?: Clock;
   /** Told (already free of secrets) when the shared store fails and this process paces alone for a while. */
   readonly log?: (line: string) => void;
 }
 
 /** How long a process paces alone after its shared store failed, before it asks the store again. */
 const FALLBACK_MS = 30_000;
-
-const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * A key's budget as one process sees it: bookings one at a time (each waits for
@@ -126,8 +125,7 @@ export class PacedRateBudget implements RateBudget {
   private turn: Promise<void> = Promise.resolve();
   private readonly local: InProcessSlotStore;
   private sharedFailedAt: number | undefined;
-  private readonly sleep: (ms: number) => Promise<void>;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: SlotStore,
@@ -135,28 +133,27 @@ export class PacedRateBudget implements RateBudget {
     readonly intervalMs: number,
     private readonly options: PacedBudgetOptions = {},
   ) {
-    this.sleep = options.sleep ?? realSleep;
-    this.now = options.now ?? Date.now;
-    this.local = new InProcessSlotStore(this.now);
+    this.clock = options.clock ?? systemClock;
+    this.local = new InProcessSlotStore(this.clock);
   }
 
   acquire(): Promise<void> {
     const mine = this.turn.then(async () => {
       const wait = await this.book();
-      if (wait > 0) await this.sleep(wait);
+      if (wait > 0) await this.clock.sleep(wait);
     });
     this.turn = mine.catch(() => undefined);
     return mine;
   }
 
   private async book(): Promise<number> {
-    if (this.sharedFailedAt !== undefined && this.now() - this.sharedFailedAt < FALLBACK_MS) return this.local.book(this.budgetId, this.intervalMs);
+    if (this.sharedFailedAt !== undefined && this.clock.now() - this.sharedFailedAt < FALLBACK_MS) return this.local.book(this.budgetId, this.intervalMs);
     try {
       const wait = await this.store.book(this.budgetId, this.intervalMs);
       this.sharedFailedAt = undefined;
       return wait;
     } catch (error) {
-      this.sharedFailedAt = this.now();
+      this.sharedFailedAt = this.clock.now();
       this.options.log?.(`[user-groups] rate budget store failed (${errorCode(error)}); pacing this process alone for ${FALLBACK_MS / 1000} s`);
       return this.local.book(this.budgetId, this.intervalMs);
     }

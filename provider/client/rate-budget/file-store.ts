@@ -10,6 +10,7 @@ import path from "node:path";
 import { z } from "zod";
 import { LOCK_HERE, type LockHere, withFileLock } from "../shared-state";
 import { bookSlot, holdSlots, type SlotStore } from "./budget";
+import { type Clock, systemClock } from "../../clock";
 import { UserGroupsError } from "../../wire/errors";
 
 /** A lock older than this is a dead holder's whatever its host says (a live holder keeps it for microseconds). */
@@ -31,14 +32,13 @@ const BUDGET_ID = /^[0-9a-f]{16,128}$/;
 
 export interface FileSlotStoreOptions {
   readonly here?: LockHere;
-  readonly now?: () => number;
-  readonly sleep?: (ms: number) => Promise<void>;
+  /** The ledger's time, and the lock's waits and jitter (default: the system's). */
+  readonly clock?: Clock;
 }
 
 export class FileSlotStore implements SlotStore {
   private readonly here: LockHere;
-  private readonly now: () => number;
-  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly clock: Clock;
   private prepared = false;
 
   /** `dir`: the ledger directory (an absolute path the automation layer chose inside the backend). */
@@ -48,8 +48,7 @@ export class FileSlotStore implements SlotStore {
   ) {
     if (!path.isAbsolute(dir)) throw new RateBudgetDirError(dir, "is not an absolute path");
     this.here = options.here ?? LOCK_HERE;
-    this.now = options.now ?? Date.now;
-    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.clock = options.clock ?? systemClock;
   }
 
   async book(budgetId: string, intervalMs: number): Promise<number> {
@@ -88,11 +87,10 @@ export class FileSlotStore implements SlotStore {
       waitMs: LOCK_WAIT_MS,
       timedOut: () => new UserGroupsError("rate_budget_locked", "The rate budget's ledger stayed locked by a live holder"),
       here: this.here,
-      now: this.now,
-      sleep: this.sleep,
+      clock: this.clock,
     };
     return withFileLock(path.join(this.dir, `${budgetId}.lock`), lockOptions, () => {
-      const { nextFree, result } = change(readLedger(ledger), this.now());
+      const { nextFree, result } = change(readLedger(ledger), this.clock.now());
       writeLedger(ledger, { version: 1, nextFree });
       return result;
     });

@@ -6,12 +6,12 @@
 // password in it: PGPASSWORD carries that, as for Pulumi's own driver) and
 // never shows a driver's message.
 import { errorCode, MAX_AHEAD_MS, MAX_HOLD_MS, type SlotStore } from "./budget";
-import { createTablesIfMissing, isSqlName, PostgresSession } from "../shared-state";
+import { createTablesIfMissing, isSqlName, PostgresSession, type SqlClient } from "../shared-state";
 import { UserGroupsError } from "../../wire/errors";
 
 export const DEFAULT_BUDGET_TABLE = "user_groups_rate_budget";
 
-type PgClient = import("pg").Client;
+type PgClient = SqlClient;
 
 function unreachable(error: unknown): UserGroupsError {
   return new UserGroupsError("rate_budget_unreachable", `Cannot use the PostgreSQL backend for the rate budget (${errorCode(error)})`);

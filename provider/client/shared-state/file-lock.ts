@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, constants, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
+import { type Clock, systemClock } from "../../clock";
 import { processAlive } from "./processes";
 
 const lockSchema = z.object({ host: z.string().max(255), pid: z.number().int(), token: z.string().max(64), at: z.number() });
@@ -29,11 +30,9 @@ export interface FileLockOptions {
   readonly waitMs: number;
   readonly timedOut: () => Error;
   readonly here?: LockHere;
-  readonly now?: () => number;
-  readonly sleep?: (ms: number) => Promise<void>;
+  /** What time it is (the lock's age), how to wait for a live holder, the jitter of those waits (default: the system's). */
+  readonly clock?: Clock;
 }
-
-const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Runs `work` holding the lock file `lock` (its directory must exist and be private). */
 export async function withFileLock<T>(lock: string, options: FileLockOptions, work: () => T): Promise<T> {
@@ -48,19 +47,18 @@ export async function withFileLock<T>(lock: string, options: FileLockOptions, wo
 /** Takes the lock (breaking a dead holder's); its token. */
 async function acquire(lock: string, options: FileLockOptions): Promise<string> {
   const here = options.here ?? LOCK_HERE;
-  const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? realSleep;
+  const clock = options.clock ?? systemClock;
   const token = randomUUID();
-  const started = now();
+  const started = clock.now();
   for (let attempt = 0; ; attempt++) {
-    if (createExclusive(lock, `${JSON.stringify({ host: here.host, pid: here.pid, token, at: now() })}\n`)) return token;
+    if (createExclusive(lock, `${JSON.stringify({ host: here.host, pid: here.pid, token, at: clock.now() })}\n`)) return token;
     const holder = readLock(lock);
-    if (holder !== "missing" && holderIsDead(holder, lock, here, now(), options.staleMs)) {
+    if (holder !== "missing" && holderIsDead(holder, lock, here, clock.now(), options.staleMs)) {
       breakLock(lock, holder);
       continue;
     }
-    if (now() - started > options.waitMs) throw options.timedOut();
-    await sleep(1 + Math.floor(Math.random() * Math.min(20, 2 + attempt)));
+    if (clock.now() - started > options.waitMs) throw options.timedOut();
+    await clock.sleep(1 + Math.floor(clock.random() * Math.min(20, 2 + attempt)));
   }
 }
 

@@ -6,6 +6,14 @@
 import type { Client } from "pg";
 import { withoutSecret } from "./postgres-target";
 
+/**
+ * The part of a `pg` client the stores use. Written out because pg's own types are
+ * a devDependency: the package's declarations must compile without them.
+ */
+export interface SqlClient {
+  query<R extends object = Record<string, unknown>>(statement: string, values?: unknown[]): Promise<{ readonly rows: R[]; readonly rowCount: number | null }>;
+}
+
 export interface PostgresSessionOptions {
   readonly connectionString: string;
   /** What `pg_stat_activity` shows for the session: which store of ours holds it. */
@@ -15,7 +23,7 @@ export interface PostgresSessionOptions {
   readonly connectTimeoutMs?: number;
   readonly queryTimeoutMs?: number;
   /** Runs once on each new session before it is handed out; its error ends the session and is thrown as is. */
-  readonly setup?: (client: Client) => Promise<void>;
+  readonly setup?: (client: SqlClient) => Promise<void>;
   /** The store's error for a failed connect: `detail` is the driver's message without the password ("connection refused" for ECONNREFUSED). */
   readonly unreachable: (error: unknown, detail: string) => Error;
   /** Told when the session in use ends behind the store's back (an error, the server closing it). */
@@ -29,12 +37,12 @@ export class PostgresSession {
   constructor(private readonly options: PostgresSessionOptions) {}
 
   /** The open session, if any (no connect). */
-  get current(): Client | undefined {
+  get current(): SqlClient | undefined {
     return this.client;
   }
 
   /** The session, opened and set up on first use; one connect at a time. */
-  connection(): Promise<Client> {
+  connection(): Promise<SqlClient> {
     if (this.client) return Promise.resolve(this.client);
     this.connecting ??= this.open().finally(() => {
       this.connecting = undefined;

@@ -1,0 +1,89 @@
+// @ts-check
+// Run: executes the program once, for a preview (dry run) or an update, in a child node
+// process, forwards its output and turns its exit into the RunResponse.
+"use strict";
+
+const { spawn } = require("node:child_process");
+const { programInfo } = require("./program-info.js");
+const { programCommand } = require("./program-command.js");
+const { KILL_GRACE_MS } = require("./program-processes.js");
+
+/**
+ * The exit code with which @pulumi/pulumi/cmd/run says "the error was already shown to
+ * the user": the engine should stop without printing anything more (RunResponse.bail).
+ */
+const EXIT_AFTER_USER_ACTIONABLE_MESSAGE = 32;
+
+/**
+ * @param {import("./service.js").HostContext} host
+ * @param {any} call
+ */
+async function run(host, call) {
+  const { language } = host.sdk;
+  const req = call.request;
+  const info = programInfo(req.getInfo(), { pwd: req.getPwd(), program: req.getProgram() });
+  const response = (/** @type {string} */ error, bail = false) => {
+    const res = new language.RunResponse();
+    res.setError(error);
+    res.setBail(bail);
+    return res;
+  };
+
+  if (!host.settings.engineAddress) return response("when debugging or running explicitly, must call Handshake before Run");
+  if (req.getAttachDebugger()) return response("this language host does not support --attach-debugger");
+
+  const command = programCommand(req, info, host.settings);
+  if (command.error !== undefined) return response(command.error);
+  const { args, env } = command;
+  const { running, interrupt } = host.processes;
+
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    running.add(child);
+    // A cancelled call (the engine gave up on this Run) stops the program, too.
+    call.on("cancelled", () => interrupt(child));
+
+    // Forward the program's output unchanged: the engine shows our stdout/stderr to
+    // the user. Watch stderr for V8's out-of-memory report to give a better hint.
+    let outOfMemory = false;
+    child.stdout?.on("data", (chunk) => process.stdout.write(chunk));
+    child.stderr?.on("data", (chunk) => {
+      process.stderr.write(chunk);
+      const text = String(chunk);
+      if (text.includes("<--- Last few GCs --->") || text.includes("Check failed: needs_context && current_scope_ == closure_scope_")) {
+        outOfMemory = true;
+      }
+    });
+
+    child.on("error", (err) => {
+      running.delete(child);
+      resolve(response(`Problem executing program (could not run language executor): ${err.message}`));
+    });
+    // "close" (not "exit") fires once the output streams are drained, so nothing is
+    // lost. A process the program left behind may hold them open, though: then, like
+    // the Go host, stop waiting for the output a few seconds after the exit.
+    child.on("exit", (code, signal) => {
+      setTimeout(() => child.emit("close", code, signal), KILL_GRACE_MS).unref();
+    });
+    let settled = false;
+    child.on("close", (code, signal) => {
+      if (settled) return;
+      settled = true;
+      running.delete(child);
+      if (code === 0) resolve(response(""));
+      else if (code === EXIT_AFTER_USER_ACTIONABLE_MESSAGE) resolve(response("", true));
+      else if (code === null) resolve(response(`Program exited unexpectedly: signal: ${signal}`));
+      else {
+        let message = `Program exited with non-zero exit code: ${code}`;
+        if (outOfMemory) {
+          message +=
+            ". Detected a possible out of memory error. Consider increasing the memory available to the nodejs process " +
+            "by setting the `nodeargs` runtime option in Pulumi.yaml to `nodeargs: --max-old-space-size=<size>`.";
+        }
+        resolve(response(message));
+      }
+    });
+  });
+}
+
+module.exports = { run };
