@@ -10,6 +10,7 @@
 // before each attempt goes out (after the rate budget's slot has begun, so a
 // slot's wait cannot outlast it), whether or not the rate budget is on.
 // Only PostgreSQL backends fence; elsewhere the environment names no fence.
+import { type Clock, systemClock } from "../../clock";
 import { isSqlName, PostgresSession } from "../shared-state";
 import { UserGroupsError } from "../../wire/errors";
 
@@ -59,7 +60,7 @@ export class PostgresRunFence implements RunFence {
     private readonly table: string,
     private readonly leaseId: string,
     private readonly epoch: number,
-    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    private readonly clock: Clock = systemClock,
   ) {
     if (!isSqlName(table)) throw new UserGroupsError("backend_table_name", `The run fence table ${JSON.stringify(table.slice(0, 80))} is not a plain SQL name: refusing to use it.`);
     this.session = new PostgresSession({
@@ -90,7 +91,7 @@ export class PostgresRunFence implements RunFence {
         if (error instanceof RunFencedError && !/could not be confirmed/.test(error.message)) throw error;
         last = error;
         await this.session.close();
-        if (attempt < 3) await this.sleep(300 * attempt);
+        if (attempt < 3) await this.clock.sleep(300 * attempt);
       }
     }
     throw last instanceof RunFencedError ? last : new RunFencedError(`the run's lease could not be confirmed (${codeOf(last)})`);

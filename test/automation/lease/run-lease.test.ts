@@ -297,7 +297,7 @@ describe("the PostgreSQL lease", () => {
           await client.end();
         }
       };
-      const fence = (epoch: number) => new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, epoch, async () => undefined);
+      const fence = (epoch: number) => new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, epoch, clockWith({ sleep: async () => undefined }));
       const me = (runId: string) => ({ runId, host: "pod-a", pid: process.pid, startedAt: Date.now(), renewedAt: Date.now() });
       try {
         const first = await a.tryAcquire(me("run-a"));
@@ -341,9 +341,9 @@ describe("the PostgreSQL lease", () => {
         const env = store.fenceEnv(lease.current)!;
         expect(env.PULUMI_BACKEND_URL).toContain(`application_name=ug-run:${leaseId}:${lease.epoch}`);
         expect(env.USER_GROUPS_RUN_FENCE).toBe(`${leaseId}:${lease.epoch}`);
-        const fence = new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, lease.epoch!, async () => undefined);
+        const fence = new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, lease.epoch!, clockWith({ sleep: async () => undefined }));
         await fence.check();
-        await expect(new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, lease.epoch! + 1, async () => undefined).check()).rejects.toMatchObject({
+        await expect(new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, lease.epoch! + 1, clockWith({ sleep: async () => undefined })).check()).rejects.toMatchObject({
           code: "run_fenced",
         });
         await lease.release();
