@@ -5,6 +5,8 @@
 // makes it) and its production dependencies at the versions package-lock.json
 // locks, copied from this checkout's node_modules (no download). The plugin
 // runs on the `node` found on PATH (or $PULUMI_USER_GROUPS_NODE), Node >= 22.
+// This platform's archive only; `npm run release` (scripts/release.ts) makes
+// every platform's from the same payload, with these functions.
 //
 // Usage: node build/scripts/pack-plugin.js [--out DIR]   (default: build/plugin)
 // The last line of stdout is the tarball's absolute path.
@@ -44,17 +46,44 @@ function keep(source: string): boolean {
   return !(source.endsWith(".d.ts") || source.endsWith(".map") || source.endsWith(".d.mts") || source.endsWith(".d.cts"));
 }
 
-function platform(): string {
+/** The CRLF `.cmd` launcher of the Windows archive: Pulumi runs `pulumi-resource-NAME.exe` or `.cmd` there. */
+export const WINDOWS_LAUNCHER = [
+  "@echo off",
+  "rem pulumi-resource-user-groups: the user-groups provider plugin (pulumi-user-groups).",
+  "rem Runs the plugin beside this file on Node.js >= 22: %PULUMI_USER_GROUPS_NODE%, else node on PATH.",
+  "setlocal",
+  'set "PULUMI_USER_GROUPS_LAUNCH_NODE=%PULUMI_USER_GROUPS_NODE%"',
+  'if not defined PULUMI_USER_GROUPS_LAUNCH_NODE set "PULUMI_USER_GROUPS_LAUNCH_NODE=node"',
+  '"%PULUMI_USER_GROUPS_LAUNCH_NODE%" "%~dp0node_modules\\pulumi-user-groups\\dist\\provider\\plugin\\main.js" %*',
+  "",
+].join("\r\n");
+
+export const PLUGIN_EXECUTABLE = "pulumi-resource-user-groups";
+
+/** The platform this process runs on, in Pulumi's `{os}-{arch}` words. */
+export function hostPlatform(): string {
   const arch = { x64: "amd64", arm64: "arm64" }[process.arch as "x64" | "arm64"] ?? process.arch;
-  return `${process.platform}-${arch}`;
+  return `${process.platform === "win32" ? "windows" : process.platform}-${arch}`;
 }
 
-function main(argv: string[]): void {
-  const outIndex = argv.indexOf("--out");
-  const outDir = path.resolve(outIndex >= 0 && argv[outIndex + 1] ? argv[outIndex + 1]! : path.join(root, "build", "plugin"));
+/** The archive's name, as Pulumi's plugin download asks for it (`pulumi-resource-NAME-vVERSION-OS-ARCH.tar.gz`). */
+export function archiveName(version: string, platform: string): string {
+  return `${PLUGIN_EXECUTABLE}-v${version}-${platform}.tar.gz`;
+}
+
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }).version;
+}
+
+/**
+ * The plugin's payload, the same on every platform: node_modules/ with this package
+ * (exactly the files `npm pack` ships) and its production dependencies (plain
+ * JavaScript: `npm run release` refuses a native `.node` module), and LICENSE.
+ * Returns the staging directory (the caller removes it).
+ */
+export function stagePayload(): string {
   const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { name: string; version: string };
   if (!existsSync(path.join(root, "dist", "provider", "plugin", "main.js"))) throw new Error("dist/ is not built: run npm run build first");
-
   const staging = mkdtempSync(path.join(os.tmpdir(), "user-groups-plugin-"));
   try {
     // This package, exactly the files `npm pack` ships (no prepack: dist/ is built already).
@@ -72,16 +101,40 @@ function main(argv: string[]): void {
       if (!existsSync(from)) continue; // an optional dependency for another platform
       cpSync(from, path.join(staging, key), { recursive: true, filter: keep });
     }
-
-    writeFileSync(path.join(staging, "pulumi-resource-user-groups"), LAUNCHER);
-    chmodSync(path.join(staging, "pulumi-resource-user-groups"), 0o755);
     cpSync(path.join(root, "LICENSE"), path.join(staging, "LICENSE"));
+    return staging;
+  } catch (error) {
+    rmSync(staging, { recursive: true, force: true });
+    throw error;
+  }
+}
 
-    mkdirSync(outDir, { recursive: true });
-    const tarball = path.join(outDir, `pulumi-resource-user-groups-v${pkg.version}-${platform()}.tar.gz`);
-    const partial = `${tarball}.${process.pid}.tmp`;
-    execFileSync("tar", ["-czf", partial, "--owner=0", "--group=0", "-C", staging, "."]);
-    renameSync(partial, tarball);
+/** Puts the launcher for `platform` into the staged payload (and removes the other one). */
+export function placeLauncher(staging: string, platform: string): void {
+  const windows = platform.startsWith("windows-");
+  const [keepName, dropName] = windows ? [`${PLUGIN_EXECUTABLE}.cmd`, PLUGIN_EXECUTABLE] : [PLUGIN_EXECUTABLE, `${PLUGIN_EXECUTABLE}.cmd`];
+  rmSync(path.join(staging, dropName), { force: true });
+  writeFileSync(path.join(staging, keepName), windows ? WINDOWS_LAUNCHER : LAUNCHER);
+  chmodSync(path.join(staging, keepName), 0o755);
+}
+
+/** Writes the staged payload as a .tar.gz, atomically (a partial file is never seen under `file`). */
+export function writeArchive(staging: string, file: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const partial = `${file}.${process.pid}.tmp`;
+  execFileSync("tar", ["-czf", partial, "--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-C", staging, "."]);
+  renameSync(partial, file);
+}
+
+function main(argv: string[]): void {
+  const outIndex = argv.indexOf("--out");
+  const outDir = path.resolve(outIndex >= 0 && argv[outIndex + 1] ? argv[outIndex + 1]! : path.join(root, "build", "plugin"));
+  const staging = stagePayload();
+  try {
+    const platform = hostPlatform();
+    placeLauncher(staging, platform);
+    const tarball = path.join(outDir, archiveName(packageVersion(), platform));
+    writeArchive(staging, tarball);
     process.stdout.write(`${tarball}\n`);
   } finally {
     rmSync(staging, { recursive: true, force: true });

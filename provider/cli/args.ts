@@ -47,6 +47,9 @@ Options:
   --refresh              preview/up: read every group from the service first, so that a group
                          deleted or changed out of band is put back (needs an API key)
   --expect-no-changes    preview/refresh: exit 3 when anything would change
+  --plan-file PATH       preview: write the changes it found (and their digest) to PATH;
+                         up: apply only if a preview now finds exactly those changes, else
+                         exit 2 naming each difference (what merges is what was reviewed)
   --summary-file PATH    preview/up/drift: write a Markdown summary for reviewers (no tokens);
                          without it, appended to GITHUB_STEP_SUMMARY when that is set
   --lock-timeout DUR     wait up to DUR (e.g. 90s, 10m) for a stack another run holds
@@ -101,6 +104,8 @@ export interface CliArgs {
   /** preview/up: refresh first. */
   readonly refresh: boolean;
   readonly summaryFile?: string;
+  /** preview: where to record the changes it found; up: the reviewed changes it may apply. */
+  readonly planFile?: string;
   readonly lockTimeoutMs?: number;
   readonly parallel?: number;
 }
@@ -118,6 +123,7 @@ const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--expect-no-changes": ["preview", "refresh"],
   "--refresh": ["preview", "up"],
   "--summary-file": ["preview", "up", "drift"],
+  "--plan-file": ["preview", "up"],
 };
 /** validate runs no engine: its help shows only these. */
 const VALIDATE_OPTIONS = ["--file", "--json", "--help", "--version"];
@@ -141,6 +147,7 @@ const PARSE_OPTIONS = {
   "expect-no-changes": { type: "boolean", default: false },
   refresh: { type: "boolean", default: false },
   "summary-file": { type: "string" },
+  "plan-file": { type: "string" },
   "lock-timeout": { type: "string" },
   parallel: { type: "string" },
   help: { type: "boolean", short: "h", default: false },
@@ -268,6 +275,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     expectNoChanges: values["expect-no-changes"] ?? false,
     refresh: values.refresh ?? false,
     ...(values["summary-file"] !== undefined ? { summaryFile: values["summary-file"] } : {}),
+    ...(values["plan-file"] !== undefined ? { planFile: values["plan-file"] } : {}),
     ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
     ...(parallel !== undefined ? { parallel } : {}),
   };

@@ -3,24 +3,26 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, scrubText, secretValuesOf } from "../automation/internal";
+import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { describeTakeover, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
+import { MAX_PLAN_BYTES, parseReviewedPlan, PlanMismatchError, type PlannedChange, plannedChangesOf, planDifferences, type ReviewedPlan, reviewedPlanOf } from "./reviewed-plan";
 import { driftSummaryMarkdown, runSummaryMarkdown } from "./summary";
 import { formatDriftTable, formatTable } from "./table";
 import { terminalMessage, terminalText } from "./terminal-text";
 
-function jsonDocument(result: RunResult, showSecrets: boolean): Record<string, unknown> {
+function jsonDocument(result: RunResult, showSecrets: boolean, changeDigest?: string): Record<string, unknown> {
   return {
     operation: result.operation,
     stack: result.stack,
     backendUrl: result.backendUrl,
     changed: result.changed,
     summary: result.summary,
+    ...(changeDigest !== undefined ? { changeDigest } : {}),
     groups: result.groups.map(({ token, ...rest }) => (showSecrets && token !== undefined ? { ...rest, token } : rest)),
   };
 }
@@ -29,6 +31,34 @@ function jsonDocument(result: RunResult, showSecrets: boolean): Record<string, u
 function writeSummary(args: CliArgs, io: CliIo, markdown: string): void {
   if (args.summaryFile !== undefined) writeFileReplacing(args.summaryFile, markdown);
   else if (io.env.GITHUB_STEP_SUMMARY) appendFileSync(io.env.GITHUB_STEP_SUMMARY, `${markdown}\n`);
+}
+
+/** The reviewed plan of `up --plan-file`: a bounded regular file, this command's format, this stack's. */
+function readReviewedPlan(file: string, stack: string): ReviewedPlan {
+  let text: string;
+  try {
+    text = readRegularFile(file, MAX_PLAN_BYTES, "plan file").toString("utf8");
+  } catch (error) {
+    throw new PlanMismatchError("plan_file_invalid", `${error instanceof Error ? error.message : String(error)}: nothing was changed.`);
+  }
+  const plan = parseReviewedPlan(text);
+  const where = JSON.stringify(file.slice(0, 300));
+  if (typeof plan === "string") throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} cannot be used: ${plan}. Nothing was changed.`);
+  if (plan.stack !== stack) throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} is stack ${JSON.stringify(plan.stack)}'s, not "${stack}"'s. Nothing was changed.`);
+  return plan;
+}
+
+function assertAsReviewed(reviewed: ReviewedPlan, now: readonly PlannedChange[], what: string): void {
+  const differences = planDifferences(reviewed.changes, now);
+  if (differences.length === 0) return;
+  const shown = differences.slice(0, 50);
+  throw new PlanMismatchError(
+    "plan_mismatch",
+    `${what} (reviewed ${reviewed.digest}):\n  ${shown.join("\n  ")}${differences.length > shown.length ? `\n  and ${differences.length - shown.length} more` : ""}\n` +
+      (what.startsWith("a preview") ? "Nothing was changed. Preview again and have the new changes reviewed." : "Review the stack now (user-groups drift)."),
+    differences,
+    !what.startsWith("a preview"),
+  );
 }
 
 /** The command that clears a dead run's lock (a backend URL may hold a password: named, not repeated). */
@@ -117,11 +147,22 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
         return EXIT_OK;
       }
     }
+    // up --plan-file: a preview now must find exactly the reviewed changes before anything is applied.
+    const reviewed = args.operation === "up" && args.planFile !== undefined ? readReviewedPlan(args.planFile, args.stack) : undefined;
+    if (reviewed !== undefined) {
+      const now = await previewUserGroups(options(withGroups));
+      endProgress();
+      assertAsReviewed(reviewed, plannedChangesOf(now, groups ?? [], resourceNameOf), "a preview now finds other changes than the reviewed one");
+    }
     const result = await runOperation(args, io, options(withGroups));
     endProgress();
-    if (args.json) printJson(io, jsonDocument(result, args.showSecrets));
-    else io.stdout(`${formatTable(result)}\n`);
-    if (args.operation === "preview" || args.operation === "up") writeSummary(args, io, runSummaryMarkdown(result));
+    const plan = args.operation === "preview" || args.operation === "up" ? reviewedPlanOf(args.stack, plannedChangesOf(result, groups ?? [], resourceNameOf)) : undefined;
+    if (args.json) printJson(io, jsonDocument(result, args.showSecrets, plan?.digest));
+    else io.stdout(`${formatTable(result)}${plan !== undefined && result.changed ? `\nchange set ${plan.digest}` : ""}\n`);
+    if (plan !== undefined) writeSummary(args, io, `${runSummaryMarkdown(result)}${result.changed ? `\nChange set \`${plan.digest}\`\n` : ""}`);
+    if (args.operation === "preview" && args.planFile !== undefined && plan !== undefined) writeFileReplacing(args.planFile, `${JSON.stringify(plan, null, 2)}\n`);
+    // What was applied is checked too: a change that slipped in between the check and the up is named, loudly.
+    if (reviewed !== undefined && plan !== undefined) assertAsReviewed(reviewed, plan.changes, "the up applied other changes than the reviewed ones");
     if (args.expectNoChanges && result.changed) {
       tell(io, `${args.operation} found changes in stack "${args.stack}" (--expect-no-changes).`);
       return EXIT_CHANGES;
@@ -132,7 +173,9 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     // The library scrubs its errors; this is the last word before a terminal or a CI log, so once more.
     const secrets = secretValuesOf({ ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}) }, io.env);
     const message = scrubText(`${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}`, secrets);
-    const refusedInput = [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError].some((refusal) => error instanceof refusal);
+    const refusedInput =
+      [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, PlanMismatchError].some((refusal) => error instanceof refusal) &&
+      !(error instanceof PlanMismatchError && error.applied);
     const exitCode = refusedInput ? EXIT_USAGE : EXIT_FAILED;
     return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode }, args.json);
   }

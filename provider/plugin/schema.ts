@@ -4,6 +4,7 @@
 // is checked against; the property list from the input schema's keys.
 import { CONFIG_DESCRIPTIONS, INPUT_DESCRIPTIONS, OUTPUT_DESCRIPTIONS, PROFILE_DESCRIPTIONS, USER_GROUP_DESCRIPTION } from "../logic/descriptions";
 import { INPUT_KEYS } from "../logic/inputs";
+import { GO_IMPORT_PATH, PLUGIN_DOWNLOAD_URL, REPOSITORY_URL } from "./home";
 
 export const PACKAGE_NAME = "user-groups";
 export const USER_GROUP_TOKEN = `${PACKAGE_NAME}:index:UserGroup`;
@@ -42,6 +43,18 @@ const CONFIG_TYPES: { readonly [K in keyof typeof CONFIG_DESCRIPTIONS]: Property
   allowInsecureHttp: { type: "boolean" },
 };
 
+/** The README of the SDK packages that carry one (Python's, shown on PyPI). */
+const SDK_README = [
+  "# pulumi_user_groups",
+  "",
+  "User groups of an embedded-dashboard service's /api/user interface, as Pulumi resources",
+  "(`UserGroup`), for the `user-groups` provider plugin.",
+  "",
+  `Pulumi installs the plugin by itself on a program's first run, from the releases of ${REPOSITORY_URL}`,
+  "(the plugin runs on Node.js >= 22, which must be on PATH).",
+  `How to install, configure and import: ${REPOSITORY_URL}/blob/main/docs/plugin.md`,
+].join("\n");
+
 /** The package schema, for `version`. */
 export function packageSchema(version: string): Record<string, unknown> {
   const inputs = described(INPUT_TYPES, INPUT_DESCRIPTIONS);
@@ -52,6 +65,9 @@ export function packageSchema(version: string): Record<string, unknown> {
     version,
     description: "User groups of an embedded-dashboard service's /api/user interface.",
     license: "Apache-2.0",
+    homepage: REPOSITORY_URL,
+    repository: REPOSITORY_URL,
+    pluginDownloadURL: PLUGIN_DOWNLOAD_URL,
     keywords: ["category/utility", "kind/native"],
     publisher: "pulumi-user-groups",
     meta: { moduleFormat: "(.*)" },
@@ -78,13 +94,14 @@ export function packageSchema(version: string): Record<string, unknown> {
     },
     language: {
       go: {
-        importBasePath: "example.com/pulumi-user-groups/sdk/go/usergroups",
+        importBasePath: GO_IMPORT_PATH,
         rootPackageName: "usergroups",
         generateResourceContainerTypes: false,
+        respectSchemaVersion: true,
       },
       nodejs: { packageName: "pulumi-user-groups-sdk" },
-      python: { packageName: "pulumi_user_groups" },
-      csharp: { rootNamespace: "PulumiUserGroups", packageReferences: { Pulumi: "3.*" } },
+      python: { packageName: "pulumi_user_groups", respectSchemaVersion: true, pyproject: { enabled: true }, readme: SDK_README },
+      csharp: { rootNamespace: "PulumiUserGroups", packageReferences: { Pulumi: "3.*" }, respectSchemaVersion: true },
     },
   };
 }

@@ -98,6 +98,8 @@ export const ERROR_CODES = {
   backend_not_found: { meaning: "the state backend does not exist (a file:// backend's directory must exist)", thrownBy: "automation/engine BackendUnreachableError", exit: 1 },
   stack_not_found: { meaning: "`refresh`, `destroy` or `drift` of a stack that does not exist; nothing was changed", thrownBy: "automation/engine StackNotFoundError", exit: 1 },
   base_url_not_allowed: { meaning: "stack config names a base URL the job's environment does not: the key was not sent; remove it from the config, or list it in USER_GROUPS_ALLOWED_BASE_URLS", thrownBy: "logic BaseUrlNotAllowedError", exit: 2 },
+  plan_mismatch: { meaning: "`up --plan-file`: the changes found now are not the ones the reviewed preview recorded (each difference is named); preview again and review", thrownBy: "cli PlanMismatchError", exit: 2 },
+  plan_file_invalid: { meaning: "`up --plan-file`: the file is not a plan this command wrote for this stack (or was edited after the preview)", thrownBy: "cli PlanMismatchError", exit: 2 },
   untrusted_provider_code: { meaning: "the state holds provider code (or a resource) this package did not write: nothing ran; review it, then `user-groups recover --rewrite-providers`", thrownBy: "automation/engine UntrustedProviderCodeError", exit: 2 },
   untrusted_workspace: { meaning: "something under `.user-groups/` that this tool did not write (it may have been planted); remove it", thrownBy: "automation/engine UntrustedWorkspaceError", exit: 2 },
   run_failed: { meaning: "the engine ran and groups failed; the message (and `diagnostics`) has one line per group", thrownBy: "automation/engine RunFailedError", exit: 1 },

@@ -6,31 +6,27 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
 import { provisionUserGroups } from "../../provider/automation";
 import { budgetIdOf } from "../../provider/client/rate-budget/budget";
 import { type PostgresServer, startPostgres } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 
 const KEY = "shared-budget-e2e-key-5f1c2a9b7d";
 const PASSWORD = "budget-Pw-8c1e";
 
+const { server, env } = useStackFixture({
+  label: "rate-budget-shared",
+  apiKeys: [KEY],
+  // 10 requests per 6 s: one process alone at that rate, twice over, would meet many 429s.
+  server: { rateLimit: { requests: 10, windowSeconds: 6 }, journalSize: 10_000 },
+});
 let postgres: PostgresServer;
-let server: FakeServer;
-let env: PulumiTestEnv;
 
 beforeAll(async () => {
-  env = createPulumiTestEnv("rate-budget-shared");
-  [postgres, server] = await Promise.all([
-    startPostgres({ password: PASSWORD }),
-    // 10 requests per 6 s: one process alone at that rate, twice over, would meet many 429s.
-    startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }], rateLimit: { requests: 10, windowSeconds: 6 }, journalSize: 10_000 }),
-  ]);
+  postgres = await startPostgres({ password: PASSWORD });
 });
 afterAll(async () => {
   postgres?.stop();
-  await server?.close();
-  env?.cleanup();
 });
 
 describe("one rate budget for two stacks on a PostgreSQL backend", () => {

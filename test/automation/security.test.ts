@@ -6,9 +6,9 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 import { runUserGroupsCli, USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 type AutomationModule = typeof import("../../provider/automation");
@@ -21,17 +21,7 @@ const workspace = load(path.join(REPO_ROOT, "dist/provider/automation/engine/wor
 const cliModule = load(USER_GROUPS_CLI) as CliModule;
 
 const KEY = "security-config-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
-
-beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("security");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
+const { server, env } = useStackFixture({ label: "security", apiKeys: [KEY] });
 
 function modeOf(file: string): string {
   return (statSync(file).mode & 0o777).toString(8);

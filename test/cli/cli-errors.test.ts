@@ -8,35 +8,26 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../../testkit/free-port";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { REPO_ROOT } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
 type AutomationModule = typeof import("../../provider/automation");
 // As a service loads it: the built package.
 const automation = createRequire(path.join(REPO_ROOT, "package.json"))("pulumi-user-groups/automation") as AutomationModule;
 
-const KEY = "cli-errors-key-00000000001";
 const PASSPHRASE = "the-right-passphrase";
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env } = useStackFixture({ label: "cli-errors", apiKeys: ["cli-errors-key-00000000001"] });
 let groupsFile: string;
 
 beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("cli-errors");
   groupsFile = path.join(env.workDir, "groups.yaml");
   writeFileSync(groupsFile, "groups:\n  - { name: Acme, userGroupId: acme }\n");
   // The stack exists, made with the right passphrase (a preview: no API call).
   const made = await cli({}, "preview", "--file", groupsFile, "--stack", "prod");
   expect(made.code, made.stderr).toBe(0);
-});
-
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
 });
 
 function cli(extraEnv: Record<string, string>, ...args: string[]): Promise<CliRun> {

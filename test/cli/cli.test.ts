@@ -2,17 +2,15 @@
 // request, up on merge, a scheduled drift check, against the fake server.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
 const CUSTOMER_KEY = "cli-customer-key-000000001";
 const TESTING_KEY = "cli-testing-key-0000000002";
 
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env, envVars } = useStackFixture({ label: "cli", apiKeys: [CUSTOMER_KEY, { key: TESTING_KEY, environment: "Testing" }] });
 let groupsFile: string;
 const printed: string[] = [];
 
@@ -21,12 +19,7 @@ function cli(...args: string[]): Promise<CliRun> {
     cwd: env.workDir,
     env: {
       ...process.env,
-      ...env.envVars,
-      PULUMI_BACKEND_URL: "",
-      USER_GROUPS_BASE_URL: server.url,
-      USER_GROUPS_API_KEY: CUSTOMER_KEY,
-      USER_GROUPS_BASE_URL_TESTING: server.url,
-      USER_GROUPS_API_KEY_TESTING: TESTING_KEY,
+      ...envVars({ PULUMI_BACKEND_URL: "", USER_GROUPS_BASE_URL_TESTING: server.url, USER_GROUPS_API_KEY_TESTING: TESTING_KEY }),
     },
   });
 }
@@ -55,20 +48,8 @@ groups:
 `;
 
 beforeAll(async () => {
-  server = await startFakeServer({
-    apiKeys: [
-      { key: CUSTOMER_KEY, environment: "Customer" },
-      { key: TESTING_KEY, environment: "Testing" },
-    ],
-  });
-  env = createPulumiTestEnv("cli");
   groupsFile = path.join(env.workDir, "groups.yaml");
   writeGroups(GROUPS);
-});
-
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
 });
 
 describe("user-groups CLI", () => {

@@ -8,24 +8,25 @@ import { createHash, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
 const RW_KEY = "drift-test-key-read-write-0001";
 const RO_KEY = "drift-test-key-read-only-00002";
 
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env, envVars } = useStackFixture({
+  label: "drift",
+  apiKeys: [RW_KEY, { key: RO_KEY, environment: "Customer", readOnly: true }],
+});
 let groupsFile: string;
 const printed: string[] = [];
 
 async function cli(apiKey: string, ...args: string[]): Promise<CliRun> {
   const run = await runUserGroupsCli(args, {
     cwd: env.workDir,
-    env: { ...process.env, ...env.envVars, GITHUB_STEP_SUMMARY: "", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: apiKey },
+    env: { ...process.env, ...envVars({ GITHUB_STEP_SUMMARY: "", USER_GROUPS_API_KEY: apiKey }) },
   });
   printed.push(run.stdout, run.stderr);
   return run;
@@ -56,20 +57,8 @@ function requestsSince(mark: number): string[] {
 const GROUPS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
 
 beforeAll(async () => {
-  server = await startFakeServer({
-    apiKeys: [
-      { key: RW_KEY, environment: "Customer" },
-      { key: RO_KEY, environment: "Customer", readOnly: true },
-    ],
-  });
-  env = createPulumiTestEnv("drift");
   groupsFile = path.join(env.workDir, "groups.yaml");
   writeFileSync(groupsFile, `groups:\n${GROUPS.map((id) => `  - { name: "Group ${id}", userGroupId: ${id}, properties: { seats: 1 } }`).join("\n")}\n`);
-});
-
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
 });
 
 describe("drift, refresh and destroy without side effects", () => {

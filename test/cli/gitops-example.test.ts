@@ -9,10 +9,10 @@ import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import yaml from "js-yaml";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
+import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+import { REPO_ROOT } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 import { USER_GROUPS_CLI } from "../support/user-groups-cli";
 
 const GITHUB_SCRIPT_RUNNER = path.join(REPO_ROOT, "test/support/github-script-runner.cjs");
@@ -55,8 +55,15 @@ interface Workflow {
 const workflowText = readFileSync(path.join(EXAMPLE, "user-groups.yml"), "utf8");
 const workflow = yaml.load(workflowText) as Workflow;
 
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env } = useStackFixture({
+  label: "gitops",
+  apiKeys: [
+    { key: SECRETS.USER_GROUPS_API_KEY!, environment: "Customer" },
+    { key: SECRETS.USER_GROUPS_API_KEY_TESTING!, environment: "Testing" },
+    { key: SECRETS.USER_GROUPS_READONLY_API_KEY!, environment: "Customer", readOnly: true },
+    { key: SECRETS.USER_GROUPS_READONLY_API_KEY_TESTING!, environment: "Testing", readOnly: true },
+  ],
+});
 let binDir: string;
 let commentsStore: string;
 let jobs = 0;
@@ -66,6 +73,8 @@ interface JobContext {
   /** A pull request from a fork: GitHub passes it no secrets. */
   readonly fork?: boolean;
   readonly secrets?: Record<string, string>;
+  /** A push to main that no pull request merged (the apply job finds no reviewed plan). */
+  readonly noPullRequest?: boolean;
 }
 
 /** GitHub's `${{ ... }}` for the contexts the workflow uses; anything else fails the test. A missing secret is "", as on GitHub. */
@@ -150,7 +159,9 @@ async function runJob(job: string, context: JobContext = {}, edit?: (checkout: s
       const scriptFile = path.join(runnerTemp, `github-script-${result.stepEnvs.length}.js`);
       writeFileSync(scriptFile, script);
       // As the action: its token, and PR_NUMBER only to tell the runner which pull request it is.
-      ran = await exec(process.execPath, [GITHUB_SCRIPT_RUNNER, scriptFile, commentsStore], checkout, { ...stepEnv, PR_NUMBER, GITHUB_TOKEN: evaluate("${{ github.token }}", vars, context) });
+      // A push's commit: the pull request it came from is merged (unless the test says no pull request merged it).
+      const pushed = { GITHUB_SHA: "0123456789abcdef0123456789abcdef01234567", ...(context.noPullRequest ? {} : { MERGED_PR: PR_NUMBER }) };
+      ran = await exec(process.execPath, [GITHUB_SCRIPT_RUNNER, scriptFile, commentsStore], checkout, { ...stepEnv, ...pushed, PR_NUMBER, GITHUB_TOKEN: evaluate("${{ github.token }}", vars, context) });
     } else {
       ran = await exec("bash", ["-e", "-c", step.run!], checkout, stepEnv);
     }
@@ -175,15 +186,6 @@ const MARKER = "<!-- user-groups-preview -->";
 const botComments = () => comments().filter((c) => c.user.login === "github-actions[bot]" && c.body.startsWith(MARKER));
 
 beforeAll(async () => {
-  server = await startFakeServer({
-    apiKeys: [
-      { key: SECRETS.USER_GROUPS_API_KEY!, environment: "Customer" },
-      { key: SECRETS.USER_GROUPS_API_KEY_TESTING!, environment: "Testing" },
-      { key: SECRETS.USER_GROUPS_READONLY_API_KEY!, environment: "Customer", readOnly: true },
-      { key: SECRETS.USER_GROUPS_READONLY_API_KEY_TESTING!, environment: "Testing", readOnly: true },
-    ],
-  });
-  env = createPulumiTestEnv("gitops");
   // What `npm ci` + $GITHUB_PATH give the workflow: the package's command on PATH.
   binDir = path.join(env.workDir, "..", "bin");
   mkdirSync(binDir, { recursive: true });
@@ -194,11 +196,6 @@ beforeAll(async () => {
   commentsStore = path.join(env.workDir, "..", "pull-request-comments.json");
   const human = (id: number, body: string): Comment => ({ id, issue_number: Number(PR_NUMBER), user: { login: "reviewer" }, body });
   writeFileSync(commentsStore, JSON.stringify({ nextId: 151, comments: Array.from({ length: 150 }, (_, i) => human(i + 1, i === 7 ? `${MARKER} quoted by a person` : `comment ${i + 1}`)) }));
-});
-
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
 });
 
 const apiKeys = Object.entries(SECRETS).filter(([name]) => name !== "PULUMI_CONFIG_PASSPHRASE");
@@ -212,7 +209,9 @@ describe("examples/gitops workflow", () => {
     expect(secretsOf("apply")).toEqual(["PULUMI_CONFIG_PASSPHRASE", "USER_GROUPS_API_KEY", "USER_GROUPS_API_KEY_TESTING"]);
     expect(workflow.permissions).toEqual({});
     expect(workflow.jobs.preview?.permissions).toEqual({ contents: "read", "pull-requests": "write" });
-    expect(workflow.jobs.apply?.permissions).toEqual({ contents: "read" });
+    expect(workflow.jobs.apply?.permissions).toEqual({ contents: "read", "pull-requests": "read" });
+    expect(workflow.jobs.heal?.permissions).toEqual({ contents: "read" });
+    expect(workflow.jobs.heal?.environment).toBe("production");
     expect(workflow.jobs.drift?.permissions).toEqual({ contents: "read" });
     // The read-write keys only behind an environment (its protection rules and secrets).
     expect(workflow.jobs.apply?.environment).toBe("production");
@@ -238,7 +237,7 @@ describe("examples/gitops workflow", () => {
       expect(pulumi?.with, name).toEqual({ "pulumi-version": lock.packages["node_modules/@pulumi/pulumi"]!.version });
       for (const step of job.steps.filter((s) => s.run?.includes("npm ci"))) expect(step.run, name).toMatch(/^npm ci --ignore-scripts /);
     }
-    expect(workflowText.match(/uses: \S+@[0-9a-f]{40} # v\d+\.\d+\.\d+\n/g)).toHaveLength(10);
+    expect(workflowText.match(/uses: \S+@[0-9a-f]{40} # v\d+\.\d+\.\d+\n/g)).toHaveLength(14);
     // Everything that changes what is applied triggers the preview and the apply.
     const paths = ["groups.yaml", ".user-groups/**", "package.json", "package-lock.json", ".github/workflows/user-groups.yml"];
     expect((workflow.on.pull_request as { paths: string[] }).paths).toEqual(paths);
@@ -256,7 +255,9 @@ describe("examples/gitops workflow", () => {
     expect(more).toEqual([]);
     expect(comment!.body).toContain("**3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged**");
     expect(comment!.body).toContain("| default.acme | create | new group |");
-    expect(comment!.body).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
+    // The summary, and the plan it showed (base64 in an HTML comment) for the apply on merge.
+    expect(comment!.body).toMatch(/\n<!-- user-groups-plan:[A-Za-z0-9+/=]+ -->\n$/);
+    expect(comment!.body.replace(/\n<!-- user-groups-plan:[A-Za-z0-9+/=]+ -->\n$/, "")).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
 
     // The next push: the same comment, now saying what this push would do.
     const again = await runJob("preview", {}, (checkout) =>
@@ -280,6 +281,21 @@ describe("examples/gitops workflow", () => {
     expect(comments()).toEqual(before);
   });
 
+  it("refuses to apply a merge when no pull request's preview was reviewed, or main moved after it: nothing changes", async () => {
+    // The pull request's last push was previewed as it is now (the example's three groups).
+    expect((await runJob("preview")).code).toBe(0);
+    const direct = await runJob("apply", { noPullRequest: true });
+    expect(direct.code).toBe(1);
+    expect(direct.output).toMatch(/did not come from a merged pull request, so no preview was reviewed: nothing was applied/);
+    // Main moved before the merge: another commit added Hooli.
+    const moved = await runJob("apply", {}, (checkout) =>
+      writeFileSync(path.join(checkout, "groups.yaml"), `${readFileSync(path.join(checkout, "groups.yaml"), "utf8")}  - { name: Hooli, userGroupId: hooli }\n`),
+    );
+    expect(moved.code).toBe(2);
+    expect(moved.output).toMatch(/default\.hooli: reviewed: no change; now: create/);
+    expect(server.groups()).toEqual([]);
+  });
+
   it("applies on the main branch, in a fresh copy of the repository", async () => {
     const apply = await runJob("apply");
     expect(apply.code, apply.output).toBe(0);
@@ -296,7 +312,7 @@ describe("examples/gitops workflow", () => {
     expect(botComments()[0]!.body).toBe(`${MARKER}\n### user-groups: preview failed\n\nNothing was previewed; see [the job log](https://github.com/acme/groups/actions/runs/1234).\n`);
   });
 
-  it("passes the nightly drift check with read-only keys, fails it after an out-of-band delete, and apply heals", async () => {
+  it("passes the nightly drift check with read-only keys, fails it after an out-of-band delete, and the heal a person starts heals", async () => {
     const mark = server.journal().length;
     const clean = await runJob("drift");
     expect(clean.code, clean.output).toBe(0);
@@ -313,7 +329,7 @@ describe("examples/gitops workflow", () => {
     expect(drift.output).toMatch(/default\.globex\s+deleted/);
     expect(readFileSync(drift.stepSummary, "utf8")).toContain("| default.globex | deleted |");
 
-    const heal = await runJob("apply");
+    const heal = await runJob("heal");
     expect(heal.code, heal.output).toBe(0);
     expect(server.groups().filter((g) => g.user_group_id === "globex")).toHaveLength(1);
     expect((await runJob("drift")).code).toBe(0);

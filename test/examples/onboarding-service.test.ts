@@ -3,17 +3,14 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
 import { type ListeningProcess, watchServer } from "../support/listening-process";
 import { startPostgres, type PostgresServer } from "../../testkit/postgres";
 import { waitFor } from "../support/wait-for";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { useStackFixture } from "../support/stack-fixture";
 
-const KEY = "onboarding-customer-key-0001";
 const BEARER = "onboarding-bearer-secret-0001";
-let server: FakeServer;
+const { server, env, envVars } = useStackFixture({ label: "onboarding", apiKeys: ["onboarding-customer-key-0001"] });
 let postgres: PostgresServer;
-let env: PulumiTestEnv;
 const replicas: { url: string }[] = [];
 /** Every replica process spawned, listening or not, for afterAll to stop. */
 const started: ListeningProcess[] = [];
@@ -23,12 +20,7 @@ async function startReplica(name: string): Promise<{ url: string; process: Liste
     spawn(process.execPath, [path.join(__dirname, "../support/onboarding-replica.cjs")], {
       env: {
         ...process.env,
-        ...env.envVars,
-        PULUMI_BACKEND_URL: postgres.backendUrl,
-        ONBOARDING_WORK_DIR: path.join(env.workDir, name),
-        ONBOARDING_TOKEN: BEARER,
-        USER_GROUPS_BASE_URL: server.url,
-        USER_GROUPS_API_KEY: KEY,
+        ...envVars({ PULUMI_BACKEND_URL: postgres.backendUrl, ONBOARDING_WORK_DIR: path.join(env.workDir, name), ONBOARDING_TOKEN: BEARER }),
       },
       stdio: ["ignore", "pipe", "pipe"],
     }),
@@ -51,8 +43,6 @@ async function signUp(url: string, body: unknown, bearer: string | null = BEARER
 
 beforeAll(async () => {
   postgres = await startPostgres();
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("onboarding");
   replicas.push(...(await Promise.all([startReplica("replica-a"), startReplica("replica-b")])));
 });
 afterAll(async () => {
@@ -62,9 +52,7 @@ afterAll(async () => {
       return replica.exited;
     }),
   );
-  await server?.close();
   postgres?.stop();
-  env?.cleanup();
 });
 
 describe("onboarding service, two replicas on one PostgreSQL backend", () => {

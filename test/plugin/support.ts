@@ -4,10 +4,13 @@
 // its own with a private PULUMI_HOME, as a user would.
 import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inject } from "vitest";
+import { PLUGIN_DOWNLOAD_URL, REPOSITORY_URL } from "../../provider/plugin/home";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 
 const run = promisify(execFile);
@@ -77,15 +80,25 @@ export interface CliEnv extends PulumiTestEnv {
 }
 
 /**
+ * The entries of a PATH, less those holding a `pulumi-resource-user-groups`
+ * (npm puts the repository's node_modules/.bin first, and link-self.js put the
+ * package's bins there): the engine prefers a plugin on PATH to an installed one.
+ */
+function withoutPlugin(searchPath: string): string[] {
+  return searchPath.split(path.delimiter).filter((dir) => dir !== "" && !existsSync(path.join(dir, "pulumi-resource-user-groups")));
+}
+
+/**
  * A work directory, file backend and PULUMI_HOME of its own; on PATH: the
- * engine, the YAML host and Node.js >= 22 (this process's), nothing of ours.
+ * engine, the YAML host and Node.js >= 22 (this process's), nothing of ours
+ * (no plugin unless `extraPath` holds one).
  */
 export function createCliEnv(label: string, extraPath: string[] = []): CliEnv {
   const base = createPulumiTestEnv(label);
   const vars: NodeJS.ProcessEnv = {
     ...process.env,
     ...base.envVars,
-    PATH: [...extraPath, base.binDir, toolDir("pulumiYamlBinDir"), path.dirname(process.execPath), process.env.PATH ?? ""].join(path.delimiter),
+    PATH: [...extraPath, base.binDir, toolDir("pulumiYamlBinDir"), path.dirname(process.execPath), ...withoutPlugin(process.env.PATH ?? "")].join(path.delimiter),
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
   };
   for (const key of Object.keys(vars)) if (key.startsWith("USER_GROUPS_")) delete vars[key];
@@ -120,4 +133,102 @@ export async function installPlugin(env: CliEnv): Promise<string> {
   const installed = path.join(env.vars.PULUMI_HOME!, "plugins", `resource-user-groups-v${PLUGIN_VERSION}`);
   if (!existsSync(path.join(installed, "pulumi-resource-user-groups"))) throw new Error(`the plugin is not in ${installed}`);
   return installed;
+}
+
+export interface FolderServer {
+  /** `http://127.0.0.1:PORT` */
+  readonly url: string;
+  /** The path of every GET, in order, with its status. */
+  readonly requests: { path: string; status: number }[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the files under `root` over HTTP on 127.0.0.1 (a port of its own), as
+ * a release host would: GET of a file's path answers it, anything else 404.
+ */
+export async function serveFolder(root: string): Promise<FolderServer> {
+  const requests: { path: string; status: number }[] = [];
+  const server = createServer((req, res) => {
+    const urlPath = decodeURIComponent(new URL(req.url ?? "/", "http://127.0.0.1").pathname);
+    const file = path.resolve(root, `.${urlPath}`);
+    const inside = file.startsWith(`${path.resolve(root)}${path.sep}`);
+    const found = req.method === "GET" && inside && existsSync(file) && statSync(file).isFile();
+    requests.push({ path: urlPath, status: found ? 200 : 404 });
+    if (!found) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": statSync(file).size });
+    createReadStream(file).pipe(res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** PyPA's build and a wheelhouse of the Python SDK's dependencies (scripts/ensure-python-build): its directory. */
+export function pythonTools(): string {
+  const stdout = execFileSync(path.join(REPO_ROOT, "scripts/ensure-python-build"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  return stdout.trim().split("\n").at(-1)!;
+}
+
+/** What a program importing pulumi_user_groups sees: its metadata, its plugin file, a class of it. */
+const PYTHON_IMPORT_CHECK = `
+import importlib.metadata as metadata, importlib.resources as resources, json
+import pulumi_user_groups
+meta = metadata.metadata("pulumi_user_groups")
+print(json.dumps({
+  "version": meta["Version"],
+  "license": meta["License-Expression"],
+  "urls": meta.get_all("Project-URL"),
+  "plugin": json.loads(resources.files("pulumi_user_groups").joinpath("pulumi-plugin.json").read_text()),
+  "args": pulumi_user_groups.UserGroupArgs(name="Acme Corp", user_group_id="acme").user_group_id,
+  "resource": pulumi_user_groups.UserGroup.__module__,
+}))
+`;
+
+/**
+ * `pip install ARTEFACT` (a file or a URL) into a fresh venv under `work`, its
+ * dependencies from the cached wheelhouse (no index), then imports the SDK
+ * there; returns what PYTHON_IMPORT_CHECK printed. The venv is removed.
+ */
+export async function pipInstallAndImport(work: string, artefact: string): Promise<unknown> {
+  const venv = mkdtempSync(path.join(work, "venv-"));
+  const explain = (what: string) => (error: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`${what} failed: ${error.message}\n${error.stdout ?? ""}\n${error.stderr ?? ""}`);
+  };
+  try {
+    await run("python3", ["-m", "venv", venv]).catch(explain("python3 -m venv"));
+    await run(path.join(venv, "bin/pip"), ["install", "--disable-pip-version-check", "--no-input", "--quiet", "--no-index", "--find-links", path.join(pythonTools(), "wheelhouse"), artefact], {
+      maxBuffer: 8 * 1024 * 1024,
+    }).catch(explain(`pip install ${artefact}`));
+    const { stdout } = await run(path.join(venv, "bin/python"), ["-c", PYTHON_IMPORT_CHECK]).catch(explain("import pulumi_user_groups"));
+    return JSON.parse(stdout) as unknown;
+  } finally {
+    rmSync(venv, { recursive: true, force: true });
+  }
+}
+
+/** What pipInstallAndImport returns for the SDK of this checkout. */
+export function pythonImported(): unknown {
+  return {
+    version: PLUGIN_VERSION,
+    license: "Apache-2.0",
+    urls: [`Homepage, ${REPOSITORY_URL}`, `Repository, ${REPOSITORY_URL}`],
+    plugin: { resource: true, name: "user-groups", version: PLUGIN_VERSION, server: PLUGIN_DOWNLOAD_URL },
+    args: "acme",
+    resource: "pulumi_user_groups.user_group",
+  };
 }

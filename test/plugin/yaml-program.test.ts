@@ -47,7 +47,8 @@ describe("a Pulumi YAML program on the installed user-groups plugin", { timeout:
     await env.pulumi(["stack", "init", "test"]);
     await env.pulumi(["config", "set", "user-groups:baseUrl", server.url]);
     await env.pulumi(["config", "set", "--secret", "user-groups:apiKey"], { input: KEY });
-    await env.pulumi(["up", "--yes", "--skip-preview"]);
+    const { stdout: upOut, stderr: upErr } = await env.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(upOut + upErr).not.toContain("using pulumi-resource-user-groups from $PATH"); // the installed plugin ran
 
     const acme = group("acme");
     expect(acme).toMatchObject({ name: "Acme Corp", mapping: { sales: "warehouse-eu" }, properties: { region: "eu", seats: 40 } });

@@ -2,8 +2,10 @@
 // async function of require, github, context, core), in the step's directory
 // and environment, against a pull request's comments kept in a JSON file: the
 // subset of Octokit the example workflow uses (paginate, issues.listComments,
-// createComment, updateComment). Usage: node github-script-runner.cjs SCRIPT STORE
-// Context comes from GITHUB_REPOSITORY and PR_NUMBER.
+// createComment, updateComment, repos.listPullRequestsAssociatedWithCommit).
+// Usage: node github-script-runner.cjs SCRIPT STORE. Context comes from
+// GITHUB_REPOSITORY, PR_NUMBER, GITHUB_SHA and MERGED_PR (the pull request that
+// merged the pushed commit, if any).
 "use strict";
 const fs = require("node:fs");
 
@@ -20,6 +22,13 @@ function checkRepo(params) {
 
 const github = {
   rest: {
+    repos: {
+      async listPullRequestsAssociatedWithCommit(params) {
+        checkRepo(params);
+        if (params.commit_sha !== process.env.GITHUB_SHA) return { data: [] };
+        return { data: process.env.MERGED_PR ? [{ number: Number(process.env.MERGED_PR), state: "closed", merged_at: "2026-11-25T12:00:00Z" }] : [] };
+      },
+    },
     issues: {
       async listComments(params) {
         checkRepo(params);
@@ -55,7 +64,7 @@ const github = {
     }
   },
 };
-const context = { repo: { owner, repo }, payload: { pull_request: { number } } };
+const context = { repo: { owner, repo }, sha: process.env.GITHUB_SHA, payload: { pull_request: { number } } };
 const core = { info: (text) => console.log(text), setFailed: (text) => ((process.exitCode = 1), console.error(text)) };
 
 const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;

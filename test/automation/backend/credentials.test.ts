@@ -9,16 +9,15 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
 import { freePort } from "../../../testkit/free-port";
 import { type PostgresServer, startPostgres } from "../../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../../support/pulumi-env";
+import { REPO_ROOT } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../../support/user-groups-cli";
 
 type AutomationModule = typeof import("../../../provider/automation");
 const automation = createRequire(path.join(REPO_ROOT, "package.json"))("pulumi-user-groups/automation") as AutomationModule;
 
-const KEY = "credentials-test-key-0001";
 /** "@" and ":" raw (Go reads them), "/", "%", "#", "?" and non-ASCII percent-encoded in the URL. */
 const PASSWORD = "Pw@ss:w/rd%#?é✓-x";
 const WRITTEN = "Pw@ss:w%2Frd%25%23%3F%C3%A9%E2%9C%93-x";
@@ -57,16 +56,14 @@ function everythingOf(error: unknown): string {
   return `${String(error)}\n${inspect(error, { depth: 8, showHidden: false })}\n${JSON.stringify(error) ?? ""}`;
 }
 
+const { server, env, envVars } = useStackFixture({ label: "credentials", apiKeys: ["credentials-test-key-0001"] });
 let postgres: PostgresServer;
-let server: FakeServer;
-let env: PulumiTestEnv;
 let backendUrl: string;
 let displayedUrl: string;
 
 beforeAll(async () => {
   // A server that asks for the password over TCP: a run that works got it, through PGPASSWORD (the URL Pulumi sees has none).
-  [postgres, server] = await Promise.all([startPostgres({ password: PASSWORD }), startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] })]);
-  env = createPulumiTestEnv("credentials");
+  postgres = await startPostgres({ password: PASSWORD });
   backendUrl = postgres.backendUrl.replace("postgres://postgres@", `postgres://postgres:${WRITTEN}@`);
   displayedUrl = postgres.backendUrl.replace("postgres://postgres@", "postgres://");
   expect(backendUrl).toContain(WRITTEN);
@@ -74,14 +71,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   postgres?.stop();
-  await server?.close();
-  env?.cleanup();
 });
 
 function cli(url: string, ...args: string[]): Promise<CliRun> {
   return runUserGroupsCli(args, {
     cwd: env.workDir,
-    env: { ...process.env, ...env.envVars, PULUMI_BACKEND_URL: url, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
+    env: { ...process.env, ...envVars({ PULUMI_BACKEND_URL: url }) },
   });
 }
 

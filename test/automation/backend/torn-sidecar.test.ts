@@ -4,33 +4,16 @@
 // is its dead writer's: the next run removes it and goes on.
 import { readFileSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { describe, expect, it } from "vitest";
 import { previewUserGroups, provisionUserGroups, recoverStack } from "../../../provider/automation";
 import { removeLingeringTornSidecars } from "../../../provider/automation/backend/torn-sidecars";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 
-const KEY = "torn-sidecar-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
-
-beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("torn-sidecar");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
+const { env, runOptions } = useStackFixture({ label: "torn-sidecar", apiKeys: ["torn-sidecar-key-0001"], passphrase: "torn-test" });
 
 describe("a torn stack sidecar", () => {
   it("is removed once it stays torn, so a preview and a recover of the stack work again; the state is untouched", async () => {
-    const options = {
-      stack: "torn",
-      workDir: path.join(env.workDir, "torn"),
-      passphrase: "torn-test",
-      envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-    };
+    const options = runOptions("torn");
     const groups = [{ name: "Torn", userGroupId: "torn-1" }];
     await provisionUserGroups({ ...options, groups });
     const stacks = path.join(env.backendDir, ".pulumi", "stacks", "user-groups");

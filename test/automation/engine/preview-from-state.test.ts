@@ -3,10 +3,8 @@
 // the same result as the engine's; every other case goes to the engine. The
 // pure judgement is tried on a real state with each way it can differ; the
 // end-to-end cases compare with the engine itself (USER_GROUPS_PREVIEW_ENGINE=always).
-import path from "node:path";
 import type { Deployment } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../../provider/client/http-client";
 import {
   type GroupEvent,
@@ -20,11 +18,10 @@ import {
 } from "../../../provider/automation";
 import { exportIfExists } from "../../../provider/automation/engine/open-stack";
 import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../../provider/automation/engine/unchanged-state";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 
 const KEY = "preview-state-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, runOptions } = useStackFixture({ label: "preview-state", apiKeys: [KEY], passphrase: "preview-state" });
 
 const SPECS: GroupSpec[] = [
   { name: "Alpha", userGroupId: "alpha" },
@@ -34,13 +31,7 @@ const SPECS: GroupSpec[] = [
 ];
 
 function optionsOf(stack: string, extra: Partial<RunOptions> = {}): RunOptions {
-  return {
-    stack,
-    workDir: path.join(env.workDir, stack),
-    passphrase: "preview-state",
-    envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-    ...extra,
-  };
+  return runOptions(stack, extra);
 }
 
 /** A preview as a caller runs it, and whether it was answered from the state (its one output line says so). */
@@ -56,15 +47,6 @@ async function preview(options: RunOptions, groups: readonly GroupSpec[]) {
 function enginePreview(options: RunOptions, groups: readonly GroupSpec[]): Promise<RunResult> {
   return previewUserGroups({ ...options, envVars: { ...options.envVars, [PREVIEW_ENGINE_ENV]: "always" }, groups });
 }
-
-beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("preview-state");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
 
 describe("a preview answered from the state", () => {
   let held: Deployment;

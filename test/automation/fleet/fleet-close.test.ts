@@ -1,34 +1,15 @@
 // UserGroupFleet.close() drains (issue 25 item 6): calls made before it finish as
 // usual, calls after it get FleetClosedError, and it resolves only once the
 // earlier calls are done (a service's graceful stop awaits it before exiting).
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { describe, expect, it } from "vitest";
 import { FleetClosedError, UserGroupFleet } from "../../../provider/automation";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 
-const KEY = "fleet-close-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
-
-beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("fleet-close");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
+const { server, env, runOptions } = useStackFixture({ label: "fleet-close", apiKeys: ["fleet-close-key-0001"], passphrase: "fleet-close" });
 
 describe("UserGroupFleet.close()", () => {
   it("drains: earlier calls finish with their groups, later ones are refused, close resolves after them", async () => {
-    const fleet = new UserGroupFleet({
-      stack: "closing",
-      workDir: path.join(env.workDir, "closing"),
-      backendUrl: `file://${env.backendDir}`,
-      passphrase: "fleet-close",
-      envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-    });
+    const fleet = new UserGroupFleet(runOptions("closing", { backendUrl: `file://${env.backendDir}` }));
     const order: string[] = [];
     const first = fleet.ensure({ name: "First", userGroupId: "close-first" }).then((r) => (order.push("first"), r));
     const second = fleet.ensure({ name: "Second", userGroupId: "close-second" }).then((r) => (order.push("second"), r));

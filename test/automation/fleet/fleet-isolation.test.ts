@@ -5,14 +5,13 @@
 import { inspect } from "node:util";
 import path from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { describe, expect, it, vi } from "vitest";
 import { type GroupOutcome, isolationBudget, othersScrubber, type RunAttempt, scrubbedCopy, settleEach } from "../../../provider/automation/fleet/fleet-isolation";
 import { FleetGroupError, UserGroupFleet } from "../../../provider/automation";
 import { assertWithinBatch, ChangeTracker, OutsideBatchError } from "../../../provider/automation/engine/change-tracker";
 import { USER_GROUP_TYPE } from "../../../provider/resource/user-group";
 import { UserGroupsError } from "../../../provider/wire/errors";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 
 /** The seam: the fleet's program throws while declaring this id, a failure the engine charges to the run, not to a group. */
 const POISON = "poisoned-tenant";
@@ -165,26 +164,10 @@ describe("a targeted run that touches a group outside its batch", () => {
 });
 
 describe("UserGroupFleet: one poisoned spec in a batch of good ones", () => {
-  const KEY = "isolation-customer-key-01";
-  let server: FakeServer;
-  let env: PulumiTestEnv;
-  beforeAll(async () => {
-    server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-    env = createPulumiTestEnv("isolation");
-  });
-  afterAll(async () => {
-    await server?.close();
-    env?.cleanup();
-  });
+  const { server, env, runOptions } = useStackFixture({ label: "isolation", apiKeys: ["isolation-customer-key-01"], passphrase: "isolation-test" });
 
   it("gives every good caller its group and only the poisoned caller an error naming no one else", async () => {
-    const fleet = new UserGroupFleet({
-      stack: "isolation",
-      workDir: path.join(env.workDir, "fleet"),
-      passphrase: "isolation-test",
-      envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-      batchWindowMs: 200,
-    });
+    const fleet = new UserGroupFleet(runOptions("isolation", { workDir: path.join(env.workDir, "fleet"), batchWindowMs: 200 }));
     const good = ["good-tenant-1", "good-tenant-2", "good-tenant-3", "good-tenant-4", "good-tenant-5"];
     try {
       // One batch: the poisoned spec in the middle, so some good groups are declared before the program fails and some after.

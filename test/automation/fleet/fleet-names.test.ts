@@ -7,42 +7,24 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
 import { type GroupSpec, resourceNameOf, UserGroupFleet } from "../../../provider/automation";
 import { groupsInState } from "../../../provider/automation/fleet/fleet-state";
 import { type RunOptions } from "../../../provider/automation/model/results";
 import { selectStack } from "../../../provider/automation/engine/open-stack";
 import { UserGroup } from "../../../provider/resource/user-group";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 import { runUserGroupsCli } from "../../support/user-groups-cli";
 
 const KEY = "names-customer-key-000001";
 const TESTING_KEY = "names-testing-key-0000002";
 const PASSPHRASE = "names-test";
-let server: FakeServer;
-let env: PulumiTestEnv;
-
-beforeAll(async () => {
-  server = await startFakeServer({
-    apiKeys: [
-      { key: KEY, environment: "Customer" },
-      { key: TESTING_KEY, environment: "Testing" },
-    ],
-  });
-  env = createPulumiTestEnv("names");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
+const { server, env, envVars, runOptions } = useStackFixture({
+  label: "names",
+  apiKeys: [KEY, { key: TESTING_KEY, environment: "Testing" }],
+  passphrase: PASSPHRASE,
 });
 
-const engineEnv = () => ({
-  ...env.envVars,
-  USER_GROUPS_BASE_URL: server.url,
-  USER_GROUPS_API_KEY: KEY,
-  USER_GROUPS_BASE_URL_TESTING: server.url,
-  USER_GROUPS_API_KEY_TESTING: TESTING_KEY,
-});
+const engineEnv = () => envVars({ USER_GROUPS_BASE_URL_TESTING: server.url, USER_GROUPS_API_KEY_TESTING: TESTING_KEY });
 
 /** What the server holds, per environment and id: token and name. */
 function serverView(environment = "Customer"): Map<string, { token: string; name: string }> {
@@ -65,7 +47,7 @@ describe("UserGroupFleet: ids that look like Pulumi syntax are data", () => {
   const GLOBS = ["*", "**"];
   let fleet: UserGroupFleet;
   beforeAll(() => {
-    fleet = new UserGroupFleet({ stack: "names", workDir: path.join(env.workDir, "fleet"), passphrase: PASSPHRASE, envVars: engineEnv() });
+    fleet = new UserGroupFleet(runOptions("names", { workDir: path.join(env.workDir, "fleet"), envVars: engineEnv() }));
   });
   afterAll(async () => {
     await fleet?.close();
@@ -141,7 +123,7 @@ describe("user-groups up --file: the same ids, and an upgrade from plain names",
 
   it("keeps every group of a stack the previous release made, adds the new ids, and a second run changes nothing", async () => {
     const repo = path.join(env.workDir, "repo");
-    const options: RunOptions = { stack: stackName, workDir: path.join(repo, ".user-groups"), backendUrl: `file://${env.backendDir}`, passphrase: PASSPHRASE, envVars: engineEnv() };
+    const options: RunOptions = runOptions(stackName, { workDir: path.join(repo, ".user-groups"), backendUrl: `file://${env.backendDir}`, envVars: engineEnv() });
     // The previous release's program: the same groups, each named `<profile or "default">.<userGroupId>` as it was.
     const { stack } = await selectStack(options, async () => {
       const groups: Record<string, unknown> = {};

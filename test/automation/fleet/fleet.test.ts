@@ -4,7 +4,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
 import {
   FleetClosedError,
   type GroupSpec,
@@ -14,36 +13,25 @@ import {
   UserGroupFleet,
 } from "../../../provider/automation";
 import { UserGroupsClient } from "../../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 import { runUserGroupsCli } from "../../support/user-groups-cli";
 import { waitFor } from "../../support/wait-for";
 
 const KEY = "fleet-customer-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env, envVars, runOptions } = useStackFixture({ label: "fleet", apiKeys: [KEY], passphrase: "fleet-test" });
 
 function fleetOf(stack: string, extra: { lockTimeoutMs?: number; workDir?: string; onLockWait?: () => void } = {}): UserGroupFleet {
-  return new UserGroupFleet({
-    stack,
-    workDir: extra.workDir ?? path.join(env.workDir, "fleet"),
-    passphrase: "fleet-test",
-    envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-    ...(extra.lockTimeoutMs !== undefined ? { lockTimeoutMs: extra.lockTimeoutMs } : {}),
-    ...(extra.onLockWait !== undefined ? { onLockWait: extra.onLockWait } : {}),
-  });
+  return new UserGroupFleet(
+    runOptions(stack, {
+      workDir: extra.workDir ?? path.join(env.workDir, "fleet"),
+      ...(extra.lockTimeoutMs !== undefined ? { lockTimeoutMs: extra.lockTimeoutMs } : {}),
+      ...(extra.onLockWait !== undefined ? { onLockWait: extra.onLockWait } : {}),
+    }),
+  );
 }
 
 const tokenOf = (id: string) => server.groups().find((g) => g.user_group_id === id)?.token;
 const requestsSince = (mark: number) => server.journal().slice(mark);
-
-beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("fleet");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
 
 describe("UserGroupFleet", () => {
   const fleet = () => shared;
@@ -157,7 +145,7 @@ describe("the GitOps CLI on a fleet's stack", () => {
     }
     const repo = mkdtempSync(path.join(env.workDir, "gitops-"));
     writeFileSync(path.join(repo, "groups.yaml"), "groups:\n  - { name: From the file, userGroupId: from-file }\n");
-    const cliEnv = { ...process.env, ...env.envVars, PULUMI_CONFIG_PASSPHRASE: "fleet-test", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY };
+    const cliEnv = { ...process.env, ...envVars({ PULUMI_CONFIG_PASSPHRASE: "fleet-test" }) };
     const backend = ["--backend-url", `file://${env.backendDir}`, "--stack", "fleet-vs-cli"];
     const mark = server.journal().length;
     for (const command of [["up", "--file", "groups.yaml"], ["destroy"]]) {

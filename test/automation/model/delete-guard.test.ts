@@ -6,10 +6,10 @@
 import { lstatSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { beforeAll, describe, expect, it } from "vitest";
 import { assertDeletionsAllowed } from "../../../provider/automation/model/delete-guard";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../../support/pulumi-env";
+import { REPO_ROOT } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 import { type CliRun, runUserGroupsCli, USER_GROUPS_CLI } from "../../support/user-groups-cli";
 
 type AutomationModule = typeof import("../../../provider/automation");
@@ -18,9 +18,7 @@ const load = createRequire(path.join(REPO_ROOT, "package.json"));
 const automation = load("pulumi-user-groups/automation") as AutomationModule;
 const cliModule = load(USER_GROUPS_CLI) as CliModule;
 
-const KEY = "delete-guard-key-00000001";
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env, envVars: runEnv, runOptions } = useStackFixture({ label: "delete-guard", apiKeys: ["delete-guard-key-00000001"] });
 
 const GROUPS = [
   { name: "Acme", userGroupId: "acme", properties: { seats: 40, region: "eu" } },
@@ -29,8 +27,6 @@ const GROUPS = [
 ];
 
 beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("delete-guard");
   writeFileSync(path.join(env.workDir, "empty.yaml"), "groups: []\n");
   const changed = [
     { name: "Acme Corp", userGroupId: "acme", properties: { seats: 41, region: "eu" } },
@@ -38,13 +34,8 @@ beforeAll(async () => {
   ];
   writeFileSync(path.join(env.workDir, "changed.yaml"), JSON.stringify({ groups: changed }));
 });
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
 
-const runEnv = () => ({ ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY });
-const options = () => ({ stack: "prod", workDir: path.join(env.workDir, ".user-groups"), envVars: runEnv() });
+const options = () => runOptions("prod", { workDir: path.join(env.workDir, ".user-groups") });
 const cli = (...args: string[]): Promise<CliRun> => runUserGroupsCli(args, { cwd: env.workDir, env: { ...process.env, ...runEnv() } });
 const held = () => server.groups().map((g) => g.user_group_id).sort();
 

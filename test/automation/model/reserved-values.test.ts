@@ -8,10 +8,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
 import { GroupsValidationError, provisionUserGroups, UserGroupFleet, UserGroupsError, validateGroups } from "../../../provider/automation";
 import { SIGNATURE_KEY, UNKNOWN_VALUE } from "../../../provider/logic/reserved-values";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 import { runUserGroupsCli } from "../../support/user-groups-cli";
 
 /** Pulumi's signature values of its special objects (sdk/nodejs/runtime/rpc.ts). */
@@ -22,17 +21,13 @@ const SIG = {
   resource: "5cf8f73096256a8f31e491e813e4eb8e",
 };
 
-const KEY = "reserved-values-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env, envVars, runOptions } = useStackFixture({ label: "reserved", apiKeys: ["reserved-values-key-0001"], passphrase: "reserved-test" });
 let listener: http.Server;
 /** Requests that reached the test's listener: the asset's uri points here. */
 const fetched: string[] = [];
 let ssrfUri: string;
 
 beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("reserved");
   listener = http.createServer((request, response) => {
     fetched.push(request.url ?? "");
     response.end("fetched by the engine");
@@ -42,8 +37,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((resolve) => listener?.close(resolve));
-  await server?.close();
-  env?.cleanup();
 });
 
 function problemsOf(entry: unknown): string {
@@ -102,12 +95,6 @@ describe("validateGroups refuses what Pulumi reserves, naming the path and why",
 
 describe("refused before any engine run: the asset attack fetches nothing", () => {
   const attack = () => ({ name: "Evil", userGroupId: "evil", properties: { x: { [SIGNATURE_KEY]: SIG.asset, uri: ssrfUri } } });
-  const runOptions = (stack: string) => ({
-    stack,
-    workDir: path.join(env.workDir, stack),
-    passphrase: "reserved-test",
-    envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-  });
 
   it("by the fleet: ensure, ensureMany (the good entry is not run either) and remove", async () => {
     const fleet = new UserGroupFleet(runOptions("fleet"));
@@ -145,7 +132,7 @@ describe("refused before any engine run: the asset attack fetches nothing", () =
     );
     const proto = path.join(env.workDir, "proto.json");
     writeFileSync(proto, '{"groups": [{"name": "P", "userGroupId": "p", "mapping": {"__proto__": "x"}}]}');
-    const cliEnv = { ...process.env, ...env.envVars, PULUMI_CONFIG_PASSPHRASE: "reserved-test", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY };
+    const cliEnv = { ...process.env, ...envVars({ PULUMI_CONFIG_PASSPHRASE: "reserved-test" }) };
     for (const command of [["validate"], ["preview"], ["up", "--yes"]]) {
       const run = await runUserGroupsCli([...command, "--file", file, "--stack", "cli"], { cwd: env.workDir, env: cliEnv });
       expect(run.code, run.stderr).toBe(2);

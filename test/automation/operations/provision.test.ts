@@ -1,36 +1,21 @@
 // pulumi-user-groups/automation: provisioning from a service's own code.
 import { createRequire } from "node:module";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../../provider/client/http-client";
-import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../../support/pulumi-env";
+import { REPO_ROOT } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
 
 type AutomationModule = typeof import("../../../provider/automation");
 // As a service loads it: the built package, by name.
 const automation = createRequire(path.join(REPO_ROOT, "package.json"))("pulumi-user-groups/automation") as AutomationModule;
 
 const KEY = "automation-customer-key-0001";
-let server: FakeServer;
-let env: PulumiTestEnv;
+const { server, env, envVars, runOptions } = useStackFixture({ label: "automation", apiKeys: [KEY], passphrase: "automation-test" });
 
 function options(stack: string) {
-  return {
-    stack,
-    workDir: path.join(env.workDir, "groups"),
-    passphrase: "automation-test",
-    envVars: { ...env.envVars, PULUMI_BACKEND_URL: "", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
-  };
+  return runOptions(stack, { workDir: path.join(env.workDir, "groups"), envVars: envVars({ PULUMI_BACKEND_URL: "" }) });
 }
-
-beforeAll(async () => {
-  server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  env = createPulumiTestEnv("automation");
-});
-afterAll(async () => {
-  await server?.close();
-  env?.cleanup();
-});
 
 describe("provisionUserGroups", () => {
   it("validates the groups before Pulumi runs", async () => {

@@ -1,6 +1,6 @@
-module example.com/pulumi-user-groups/sdk/go/usergroups
+module github.com/pulumi-user-groups/pulumi-user-groups/sdk
 
-go 1.26
+go 1.25.11
 
 require (
 	github.com/blang/semver v3.5.1+incompatible
