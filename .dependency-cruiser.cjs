@@ -74,8 +74,8 @@ module.exports = {
       name: "client-folder-through-index",
       severity: "error",
       comment: "A client/ sub-folder's file is imported directly from outside it: go through its index.ts.",
-      from: { path: "^provider/", pathNot: "^provider/client/(shared-state|rate-budget)/" },
-      to: { path: "^provider/client/(shared-state|rate-budget)/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
+      from: { path: "^provider/", pathNot: "^provider/client/(shared-state|rate-budget|run-fence)/" },
+      to: { path: "^provider/client/(shared-state|rate-budget|run-fence)/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
     },
     {
       name: "tools-not-from-tests",

@@ -16,7 +16,7 @@ export interface FleetWorkerJob {
 /** The worker's one JSON line: each id's outcome, in the job's order. */
 export interface FleetWorkerReport {
   engineRuns: number;
-  report: { id: string; change?: string; token?: string; error?: string }[];
+  report: { id: string; change?: string; token?: string; error?: string; code?: string }[];
 }
 
 export function runFleetWorker(worker: string, job: FleetWorkerJob, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<FleetWorkerReport> {

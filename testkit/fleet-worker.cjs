@@ -13,7 +13,7 @@ async function main() {
   const report = outcomes.map((outcome, i) =>
     outcome.status === "fulfilled"
       ? { id: job.ids[i], change: outcome.value.change, token: outcome.value.token }
-      : { id: job.ids[i], error: String(outcome.reason && outcome.reason.message) },
+      : { id: job.ids[i], error: String(outcome.reason && outcome.reason.message), ...(outcome.reason && outcome.reason.code ? { code: String(outcome.reason.code) } : {}) },
   );
   process.stdout.write(`${JSON.stringify({ engineRuns: fleet.engineRuns, report })}\n`);
 }

@@ -19,6 +19,8 @@ export interface PostgresServer {
   /** A Pulumi backend URL for this server (its own database), without a password. */
   readonly backendUrl: string;
   readonly port: number;
+  /** The server's log (errors a statement raised, e.g. a write the run fence refused); gone after stop(). */
+  readonly logFile: string;
   stop(): void;
 }
 
@@ -101,6 +103,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   let stopped = false;
   return {
     port,
+    logFile: path.join(dir, "server.log"),
     backendUrl: `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`,
     stop: () => {
       if (stopped) return;

@@ -39,6 +39,9 @@ Options:
   --max-deletes N        up/recover/destroy: refuse a run that would delete more than N groups
   --rewrite-providers    recover: write this package's own provider code back into the state's
                          groups first (after you reviewed an untrusted_provider_code refusal)
+  --break-lease          recover: take the stack's run lease even from a run that still holds it
+                         (a file backend's run on another host, or a live pid here, is never
+                         taken over by itself: use this once you know that run is gone)
   --json                 print one JSON document instead of progress and a table
   --show-secrets         with --json: include each group's token
   --refresh              preview/up: read every group from the service first, so that a group
@@ -93,6 +96,8 @@ export interface CliArgs {
   readonly maxDeletes?: number;
   /** recover: write this package's provider text back into the state first. */
   readonly rewriteProviders: boolean;
+  /** recover: take the run lease from a holder that still holds it (a person decided it is gone). */
+  readonly breakLease?: boolean;
   readonly json: boolean;
   readonly showSecrets: boolean;
   readonly expectNoChanges: boolean;
@@ -114,6 +119,7 @@ const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--allow-delete-all": ["up", "recover"],
   "--max-deletes": ["up", "recover", "destroy"],
   "--rewrite-providers": ["recover"],
+  "--break-lease": ["recover"],
   "--expect-no-changes": ["preview", "refresh"],
   "--refresh": ["preview", "up"],
   "--summary-file": ["preview", "up", "drift"],
@@ -135,6 +141,7 @@ const PARSE_OPTIONS = {
   "allow-delete-all": { type: "boolean", default: false },
   "max-deletes": { type: "string" },
   "rewrite-providers": { type: "boolean", default: false },
+  "break-lease": { type: "boolean", default: false },
   json: { type: "boolean", default: false },
   "show-secrets": { type: "boolean", default: false },
   "expect-no-changes": { type: "boolean", default: false },
@@ -262,6 +269,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     allowDeleteAll: values["allow-delete-all"] ?? false,
     ...(maxDeletes !== undefined ? { maxDeletes } : {}),
     rewriteProviders: values["rewrite-providers"] ?? false,
+    ...(values["break-lease"] ? { breakLease: true } : {}),
     json: values.json ?? false,
     showSecrets: values["show-secrets"] ?? false,
     expectNoChanges: values["expect-no-changes"] ?? false,

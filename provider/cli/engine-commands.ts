@@ -200,7 +200,7 @@ async function runOperation(args: CliArgs, io: CliIo, options: RunOptions & { gr
     case "destroy":
       return destroyUserGroups(options);
     default: {
-      const report = await recoverStack({ ...options, rewriteProviders: args.rewriteProviders });
+      const report = await recoverStack({ ...options, rewriteProviders: args.rewriteProviders, ...(args.breakLease ? { breakLease: true } : {}) });
       for (const lock of report.removedLocks) tell(io, `removed the stale lock ${terminalText(lock)}`);
       for (const file of report.repairedFiles) tell(io, `removed ${terminalText(file)} (torn by the interrupted write)`);
       if (report.pending.length > 0) tell(io, `cleared ${report.pending.length} pending operations`);

@@ -26,6 +26,7 @@ import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import type { RateBudget } from "./rate-budget";
+import type { RunFence } from "./run-fence";
 import { Redactor } from "./redact";
 import { assertSecureTransport } from "./transport";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
@@ -66,6 +67,11 @@ export interface ClientOptions {
    * The provider always gives one (USER_GROUPS_RATE_LIMIT, default 180/60).
    */
   readonly rateBudget?: RateBudget;
+  /**
+   * The run's fence (run-fence/): asked before every attempt, right before it is
+   * sent; a run whose lease is no longer current sends nothing (`run_fenced`).
+   */
+  readonly runFence?: RunFence;
 }
 
 export interface GetOrCreateResult {
@@ -114,6 +120,7 @@ export class UserGroupsClient {
   private readonly clock: Clock;
   private readonly pacer: Pacer;
   private readonly rateBudget?: RateBudget;
+  private readonly runFence?: RunFence;
   /** A key belongs to exactly one environment (W1); learned from the first answer that says it. */
   private knownEnvironment?: Environment;
   /** W1: a read-only key gets 403 on every PUT; learned from the first such answer (R5 reads then use GET). */
@@ -141,6 +148,7 @@ export class UserGroupsClient {
     this.clock = clockOf(options);
     this.pacer = options.pacer ?? new Pacer(this.clock);
     this.rateBudget = options.rateBudget;
+    this.runFence = options.runFence;
   }
 
   /** Attempts at one request, the first included (USER_GROUPS_MAX_ATTEMPTS). */
@@ -283,6 +291,8 @@ export class UserGroupsClient {
    * match the schema).
    */
   private async attempt<S extends z.ZodType>(request: RequestInProgress, schema: S, attempt: number): Promise<AttemptResult<z.infer<S>>> {
+    // A fenced run sends nothing: the error is final for this run (its caller asks again, and the new holder serves it).
+    await this.runFence?.check();
     const attemptStarted = this.clock.now();
     try {
       const response = await this.agent.request({

@@ -5,6 +5,7 @@
 import { saveCompileCache } from "../compile-cache";
 import type { UserGroupsClient } from "../client/http-client";
 import { rateBudgetFromEnv } from "../client/rate-budget";
+import { runFenceFromEnv } from "../client/run-fence";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";
@@ -96,6 +97,8 @@ export class UserGroupLifecycle {
         log,
         // The key's budget, shared with every process that uses it (client/rate-budget-stores.ts).
         rateBudget: rateBudgetFromEnv(this.surroundings.env, baseUrl, apiKey, log),
+        // The run's fence: once another run holds the stack, this process sends nothing more (client/run-fence).
+        runFence: runFenceFromEnv(this.surroundings.env),
       });
       this.clients.set(cacheKey, client);
     }

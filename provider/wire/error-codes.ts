@@ -84,6 +84,11 @@ export const ERROR_CODES = {
   run_lease_held: { meaning: "another live run holds the stack's run lease; try again when it has finished", thrownBy: "automation/lease RunLeaseHeldError", exit: 1 },
   run_lease_lost: { meaning: "the run lease was lost while this run held it (backend connection broke, not renewed in time); the run stopped, ask again", thrownBy: "automation/lease RunLeaseLostError", exit: 1 },
   run_lease_unreachable: { meaning: "the PostgreSQL backend that holds the run lease cannot be reached; check the backend URL and that it is up", thrownBy: "automation/lease postgres-store", exit: 1 },
+  run_lease_fence: {
+    meaning: "the run fence (a trigger on Pulumi's table) cannot be installed in the PostgreSQL backend: the backend's role must own that table",
+    thrownBy: "automation/lease LeaseFenceError",
+    exit: 1,
+  },
 
   // ---- provider/automation/engine ----
   pulumi_cli_missing: { meaning: "no `pulumi` on PATH; install it and put it on PATH", thrownBy: "automation/engine PulumiCliMissingError", exit: 1 },
@@ -126,6 +131,11 @@ export const ERROR_CODES = {
   rate_budget_dir: { meaning: "the rate budget's directory is not absolute, not a directory or another user's (or a budget's name is malformed): refused", thrownBy: "client/rate-budget RateBudgetDirError" },
   rate_budget_locked: { meaning: "the rate budget's ledger file stayed locked by a live holder", thrownBy: "client/rate-budget file-store" },
   rate_budget_unreachable: { meaning: "the PostgreSQL table of the rate budget cannot be used (the process then paces itself alone)", thrownBy: "client/rate-budget postgres-store" },
+  run_fenced: {
+    meaning: "a provider process's request was not sent: its run's lease has a newer holder (or expires within 3 s, or could not be confirmed); ask again",
+    thrownBy: "client/run-fence RunFencedError",
+  },
+  invalid_run_fence: { meaning: "USER_GROUPS_RUN_FENCE* in a provider process's environment do not name a lease, a postgres:// URL and a table", thrownBy: "client/run-fence runFenceFromEnv" },
   backend_table_name: { meaning: "the backend URL's table (or the rate budget's) is not a plain SQL name: refused", thrownBy: "client/shared-state BackendTableNameError", exit: 1 },
 
   // ---- provider/logic ----

@@ -54,6 +54,8 @@ describe("parseCliArgs", () => {
     expect(parseCliArgs(["up", "-f", "g.yaml", "--allow-delete-all", "--max-deletes", "3"])).toMatchObject({ allowDeleteAll: true, maxDeletes: 3 });
     expect(parseCliArgs(["destroy", "--max-deletes", "0"])).toMatchObject({ maxDeletes: 0 });
     expect(() => parseCliArgs(["destroy", "--allow-delete-all"])).toThrow(/--allow-delete-all goes with up or recover/);
+    expect(parseCliArgs(["recover", "-f", "g.yaml", "--break-lease"])).toMatchObject({ breakLease: true });
+    expect(() => parseCliArgs(["up", "-f", "g.yaml", "--break-lease"])).toThrow(/--break-lease goes with recover/);
     expect(() => parseCliArgs(["preview", "-f", "g.yaml", "--max-deletes", "1"])).toThrow(/--max-deletes goes with up, recover or destroy/);
     for (const bad of ["-1", "1.5", "x", "", "1e3"]) expect(() => parseCliArgs(["up", "-f", "g.yaml", `--max-deletes=${bad}`]), bad).toThrow(/whole number of 0 or more/);
   });

@@ -7,6 +7,7 @@ import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupApiError } from "../../provider/client/errors";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { clockWith } from "../../provider/clock";
+import { RunFencedError } from "../../provider/client/run-fence";
 
 const KEY = "client-test-key-customer-0001";
 const RO_KEY = "client-test-key-readonly-0002";
@@ -104,6 +105,28 @@ describe("UserGroupsClient", () => {
     expect(result.response.new_user_group).toBe(true);
     expect(sleeps).toEqual([125, 250]); // full jitter at random()=0.5: half of 250, then of 500
     expect(server.groups()).toHaveLength(1);
+  });
+
+  it("asks the run's fence before every attempt, retries included; a fenced run sends nothing (run_fenced)", async () => {
+    server.setFaults([{ method: "GET", action: "status", status: 503, times: 1 }]);
+    let checks = 0;
+    let fenced = false;
+    const runFence = {
+      check: async () => {
+        checks += 1;
+        if (fenced) throw new RunFencedError("the run's lease (epoch 1) is no longer current");
+      },
+    };
+    const { client: c } = client({ runFence });
+    await c.getOrCreate({ name: "A", user_group_id: "a" });
+    expect(checks).toBe(2);
+    const before = server.journal().length;
+    fenced = true;
+    const error = await c.getOrCreate({ name: "B", user_group_id: "b" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RunFencedError);
+    expect(error).toMatchObject({ code: "run_fenced" });
+    expect(server.journal()).toHaveLength(before);
+    expect(server.groups().map((g) => g.user_group_id)).toEqual(["a"]);
   });
 
   it("waits as long as Retry-After asks on 429", async () => {

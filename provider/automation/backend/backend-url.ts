@@ -132,3 +132,18 @@ function strictDecoded(text: string): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * A postgres:// URL for Pulumi's driver (lib/pq) whose sessions carry this
+ * application_name (any of the URL's own is replaced): what the run fence on
+ * Pulumi's table recognises a run's engine by (lease/postgres-store.ts). The
+ * name is ours (letters, digits, `:-`), so it needs no escaping.
+ */
+export function withApplicationName(url: string, name: string): string {
+  if (!/^[A-Za-z0-9:_-]{1,63}$/.test(name)) throw new Error("an application_name of letters, digits, ':', '_' and '-' only");
+  const hash = url.indexOf("#");
+  const base = hash >= 0 ? url.slice(0, hash) : url;
+  const fragment = hash >= 0 ? url.slice(hash) : "";
+  const cleaned = base.replace(/([?&])application_name=[^&]*(&|$)/gi, (_whole, separator: string, after: string) => (after === "&" ? separator : "")).replace(/[?&]$/, "");
+  return `${cleaned}${cleaned.includes("?") ? "&" : "?"}application_name=${name}${fragment}`;
+}

@@ -2,7 +2,7 @@
 // file backend keeps things, Pulumi's own stack locks (waiting for one, telling a
 // dead holder's), torn checkpoint sidecars, files read and written safely, and
 // where a run's providers share the rate budget.
-export { backendUrlSecrets, engineBackendEnv, withoutCredentials } from "./backend-url";
+export { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "./backend-url";
 export { fileBackendDir } from "./file-backend";
 export { isStackLocked, type LockWaitOptions, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
 export { LiveLockError, type LockHolder, lockHolderStatus, type LockHolderStatus, pulumiProcessAlive, readLockHolders, removeStaleLocks } from "./pulumi-locks";

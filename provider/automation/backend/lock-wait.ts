@@ -111,7 +111,10 @@ export async function withStackLockWait<T>(attempt: () => Promise<T>, options: L
     } catch (error) {
       if (!isStackLocked(error)) throw error;
       const waitedMs = clock.now() - started;
-      const wait = nextLockWaitMs(refusals, waitedMs, options, () => clock.random());
+      const backoff = nextLockWaitMs(refusals, waitedMs, options, () => clock.random());
+      // A lease that says when it expires (PostgreSQL: the database's clock) is tried again right then, not up to a backoff later.
+      const hint = (error as { cause?: { retryInMs?: unknown } }).cause?.retryInMs;
+      const wait = backoff !== undefined && typeof hint === "number" && Number.isFinite(hint) ? Math.min(backoff, Math.max(5, hint)) : backoff;
       if (wait === undefined) {
         if (options.timeoutMs <= 0) throw error instanceof StackLockedError ? error : new StackLockedError(options.stackName, { cause: error });
         throw new StackLockTimeoutError(options.stackName, waitedMs, { cause: error });

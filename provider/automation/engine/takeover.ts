@@ -160,9 +160,25 @@ export interface TakeoverOptions {
   readonly quiet?: QuietOptions;
 }
 
-/** The run id every process of this run carries (the takeover of a dead run looks for its processes by it). */
-export function markRun(stack: Stack, lease: RunLease): void {
-  (stack.workspace as LocalWorkspace).envVars[RUN_ID_ENV] = lease.runId;
+/**
+ * The run id every process of this run carries (the takeover of a dead run
+ * looks for its processes by it), and where the backend fences (PostgreSQL) the
+ * run's epoch: in the engine's backend URL (its sessions' application_name, which
+ * the fence on Pulumi's table checks) and in the provider processes' fence
+ * (client/run-fence). Returns what puts the workspace's environment back, so that
+ * commands outside the run (a stack selection) carry no epoch.
+ */
+export function markRun(stack: Stack, lease: RunLease): () => void {
+  const env = (stack.workspace as LocalWorkspace).envVars;
+  const marks: Record<string, string> = { [RUN_ID_ENV]: lease.runId, ...(lease.store.fenceEnv?.(lease.current) ?? {}) };
+  const saved = new Map(Object.keys(marks).map((key) => [key, env[key]]));
+  Object.assign(env, marks);
+  return () => {
+    for (const [key, value] of saved) {
+      if (value === undefined) delete env[key];
+      else env[key] = value;
+    }
+  };
 }
 
 function stackUrnOf(deployment: RawDeployment): string | undefined {
@@ -182,11 +198,14 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
   const claims = lease.current.unfinished;
   const locks = await lease.store.pulumiLocks();
   const verdicts = locks.map((lock) => ({ lock, ...classifyLockHolder(lock, here, claims) }));
-  if (verdicts.some((v) => v.verdict !== "gone")) return undefined;
+  if (verdicts.some((v) => v.verdict === "live" || v.verdict === "unknown")) return undefined;
   if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0) return undefined;
 
   const unclaimed = verdicts.filter((v) => v.verdict === "gone" && v.claim === undefined).length;
-  const killedProcesses = await waitUntilQuiet(claims, unclaimed, since, options.quiet);
+  // A run with an older epoch is fenced (the backend refuses its writes, its providers send nothing): proven stopped
+  // as far as the state and the service go, whether or not its processes still run. Only the others are waited for.
+  const unfenced = claims.filter((c) => c.epoch === undefined);
+  const killedProcesses = await waitUntilQuiet(unfenced, unclaimed, since, options.quiet);
   for (const lock of locks) await lease.store.removePulumiLock(lock);
   const backendDir = fileBackendDir(options.backendUrl);
   // A dead writer (its lock, or its unfinished claim: killed after letting go of the lock) may have torn its last checkpoint's sidecar.
@@ -259,6 +278,28 @@ async function adoptGroups(
   return { adopted: [...done], notAdopted: adopt.filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
 }
 
+/** How long a run that lost its lease gives its engine to stop on the Automation API's SIGINT before its processes are killed. */
+const LOST_RUN_GRACE_MS = 2_000;
+
+/**
+ * A run that lost its lease stops for good: the Automation API interrupts its
+ * engine (SIGINT), which then goes on retrying its refused checkpoint writes for
+ * half a minute and more (Pulumi retries a failed write ten times); what still
+ * runs of it after LOST_RUN_GRACE_MS is killed (this host's processes carrying
+ * its run id). Fenced, it could change nothing anyway; this ends its callers' wait.
+ */
+function stopLostRun(runId: string): void {
+  setTimeout(() => {
+    for (const pid of processesOfRuns([runId])) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // exited meanwhile
+      }
+    }
+  }, LOST_RUN_GRACE_MS).unref();
+}
+
 export interface LeasedRunOptions {
   readonly stack: Stack;
   readonly stackName: string;
@@ -289,15 +330,21 @@ export async function underRunLease<T>(options: LeasedRunOptions, body: (signal:
   }
   if (options.store === undefined) return body(undefined);
   const lease = await acquireRunLease(options.store, options.stackName);
+  const unmark = markRun(options.stack, lease);
+  const stopOnLoss = () => stopLostRun(lease.runId);
+  lease.signal.addEventListener("abort", stopOnLoss, { once: true });
   try {
-    markRun(options.stack, lease);
     const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
     if (report) options.onTakeover?.(report);
     if (lease.lost) throw lease.signal.reason;
     return await body(lease.signal);
   } catch (error) {
+    // A run that failed because it was fenced (a paused replica, resumed) says so: one renewal tells whether the lease is still ours.
+    if (!lease.lost) await lease.update({}).catch(() => undefined);
     throw lease.lost ? lease.signal.reason : error;
   } finally {
+    lease.signal.removeEventListener("abort", stopOnLoss);
+    unmark();
     await lease.release();
   }
 }

@@ -54,14 +54,15 @@ export class FileLeaseStore implements LeaseStore {
     }
   }
 
-  async tryAcquire(me: RunClaim) {
+  /** `breakLive`: a person decided the holder is gone (`recover --break-lease`); its record is inherited as a dead run's. */
+  async tryAcquire(me: RunClaim, options: { readonly breakLive?: boolean } = {}) {
     privateDirs(this.backendDir, this.dir);
     const generations = this.generations();
     const current = generations.at(-1) ?? 0;
     const previous = current > 0 ? this.read(current) : undefined;
     if (previous === "missing") return { acquired: false as const }; // pruned under us: look again
     // A record that does not parse (torn by a crash, or not ours) holds nothing.
-    if (leaseStateOf(previous, this.clock.now(), this.here) === "live") return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
+    if (!options.breakLive && leaseStateOf(previous, this.clock.now(), this.here) === "live") return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
     const record = successorRecord(previous, me);
     if (!writePrivate(this.fileOf(current + 1), `${JSON.stringify(record)}\n`, true)) return { acquired: false as const };
     this.held = current + 1;

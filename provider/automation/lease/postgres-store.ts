@@ -1,56 +1,105 @@
-// The run lease of a PostgreSQL backend: a session-level advisory lock on a
-// connection of its own, the record in our table beside Pulumi's.
+// The run lease of a PostgreSQL backend: a row per stack in our table
+// `user_groups_run_leases` with an epoch that grows with every holder, the
+// holder's run id and an expiry on the DATABASE's clock; the run record in
+// `user_groups_run_records` beside it; and the fence that makes expiry safe.
+//
+// - acquire: one transaction takes a free, released or expired lease (or one
+//   whose holder's lease session is gone: a killed holder) and increments the
+//   epoch; renew: UPDATE ... WHERE epoch = mine AND NOT expired (0 rows: lost).
+//   A holder that has not renewed for PG_LEASE_TIMING.ttlMs loses the lease even
+//   while its connection lives (a paused process, a partition).
+// - fence, state: a trigger on Pulumi's table refuses every write from a session
+//   whose application_name says it is the engine of one of our runs
+//   (`ug-run:<lease id>:<epoch>`, put into the engine's backend URL) unless that
+//   epoch is the lease's current one and unexpired. Go's database/sql reconnects
+//   with the same URL, so the name, and the refusal, survive reconnection.
+// - fence, service: the run's provider processes check the epoch before every
+//   request (client/run-fence).
+// - on taking over a lease from a run that did not release it, the new holder
+//   ends that run's sessions (lease, engine, fence checks): not what fences it
+//   (the trigger and the checks are), but it stops it sooner.
 import type { PulumiLock } from "../model";
 import { createHash } from "node:crypto";
-import { createTablesIfMissing, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
+import { createTablesIfMissing, isSqlName, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
+import { FENCE_SESSION_PREFIX, RUN_FENCE_ENV } from "../../client/run-fence";
 import { UserGroupsError } from "../../wire/errors";
+import { engineBackendEnv, withApplicationName } from "../backend";
 import { assertValidStackName } from "../model";
-import { RunClaim, RunRecord, parseRunRecord, successorRecord, LeaseStore, stackPath } from "./record";
+import { type LeaseTiming, RunClaim, RunRecord, parseRunRecord, successorRecord, LeaseStore, stackPath } from "./record";
 
-/** The advisory lock's key: a 64-bit number of the table, project and stack. */
-export function advisoryKey(pulumiTable: string, project: string, stack: string): string {
-  return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest().readBigInt64BE(0).toString();
+/** The lease's id in session names: 16 hex digits of the table, project and stack. */
+export function leaseIdOf(pulumiTable: string, project: string, stack: string): string {
+  return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest("hex").slice(0, 16);
 }
+
+/**
+ * A PostgreSQL lease lives 10 s past its last renewal; its holder renews every
+ * 2 s. Another replica takes it within ~10-15 s of the last renewal and then
+ * needs ~10 s (takeover and its own run, measured on a loaded 2-core machine)
+ * to serve: within 30 s. Its providers stop sending 3 s before it expires
+ * (client/run-fence FENCE_MARGIN_MS), so up to 3 renewals may fail in a row
+ * before a live run's requests wait.
+ */
+export const PG_LEASE_TIMING: LeaseTiming = { ttlMs: 10_000, renewEveryMs: 2_000 };
+
+/** Session names (application_name): a run's engine, a run's lease session. */
+export const ENGINE_SESSION_PREFIX = "ug-run:";
+export const LEASE_SESSION_PREFIX = "ug-lease:";
+
+/** The fence function's name (a new version gets a new name). */
+const FENCE_FUNCTION = "user_groups_run_fence_v1";
+const FENCE_TRIGGER = "user_groups_run_fence";
 
 type PgClient = SqlClient;
 
+export class LeaseFenceError extends UserGroupsError {
+  constructor(table: string, detail: string) {
+    super(
+      "run_lease_fence",
+      `Cannot install the run fence on the backend's table ${table} (${detail}): the backend's role must own it (as it does when Pulumi created it with that role).`,
+    );
+    this.name = "LeaseFenceError";
+  }
+}
+
 /**
- * A PostgreSQL backend's lease: `pg_try_advisory_lock` on a connection of its
- * own (session level: it ends with the session), the record in our own table
- * `user_groups_run_records` beside Pulumi's. Connects with the backend URL's
- * own credentials; never prints them.
+ * A PostgreSQL backend's lease (see the file header). Connects with the backend
+ * URL's own credentials; never prints them.
  */
 export class PostgresLeaseStore implements LeaseStore {
   onLost: (() => void) | undefined;
-  private holding = false;
+  readonly timing: LeaseTiming;
+  private held: { readonly epoch: number; readonly runId: string } | undefined;
   private readonly session: PostgresSession;
   private readonly target: ReturnType<typeof postgresTarget>;
-  private readonly key: string;
+  private readonly leaseId: string;
   private readonly stackKey: string;
 
   constructor(
-    backendUrl: string,
+    private readonly backendUrl: string,
     private readonly project: string,
     private readonly stack: string,
+    timing: LeaseTiming = PG_LEASE_TIMING,
   ) {
+    this.timing = timing;
     this.target = postgresTarget(backendUrl);
-    this.key = advisoryKey(this.target.pulumiTable, project, assertValidStackName(stack));
+    this.leaseId = leaseIdOf(this.target.pulumiTable, project, assertValidStackName(stack));
     this.stackKey = `${project}/${stack}`;
     this.session = new PostgresSession({
       connectionString: this.target.connectionString,
-      applicationName: "pulumi-user-groups run lease",
+      applicationName: LEASE_SESSION_PREFIX + this.leaseId,
       keepAlive: true,
+      queryTimeoutMs: 10_000,
       setup: async (client) => {
-        // The server ends the session (and with it the lease) of a holder whose host vanished: ~25 s.
         for (const setting of ["tcp_keepalives_idle = 10", "tcp_keepalives_interval = 5", "tcp_keepalives_count = 3"]) {
           await client.query(`SET ${setting}`).catch(() => undefined);
         }
-        await this.ensureTable(client);
+        await this.ensureTables(client);
       },
       unreachable: (_error, detail) => new UserGroupsError("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`),
       onDropped: () => {
-        if (this.holding) {
-          this.holding = false;
+        if (this.held) {
+          this.held = undefined;
           this.onLost?.();
         }
       },
@@ -61,10 +110,75 @@ export class PostgresLeaseStore implements LeaseStore {
     return this.session.connection();
   }
 
-  private ensureTable(client: PgClient): Promise<void> {
-    return createTablesIfMissing(client, [
+  private async ensureTables(client: PgClient): Promise<void> {
+    await createTablesIfMissing(client, [
       `CREATE TABLE IF NOT EXISTS ${this.target.recordTable} (stack_key TEXT PRIMARY KEY, record JSONB NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+      `CREATE TABLE IF NOT EXISTS ${this.target.leaseTable} (stack_key TEXT PRIMARY KEY, lease_id TEXT NOT NULL, epoch BIGINT NOT NULL, ` +
+        `run_id TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, released BOOLEAN NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+      // Pulumi's own table, exactly as Pulumi creates it (its CREATE ... IF NOT EXISTS is then a no-op), so that the fence is on it before its first write.
+      `CREATE TABLE IF NOT EXISTS ${this.target.pulumiTable} (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now())`,
     ]);
+    await this.ensureFence(client);
+  }
+
+  /** The schema a table of ours resolved to, checked as a plain name before it goes into a statement. */
+  private async schemaOf(client: PgClient, table: string): Promise<string> {
+    const result = await client.query<{ schema: string | null }>(
+      "SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)",
+      [table],
+    );
+    const schema = result.rows[0]?.schema;
+    if (!schema || !isSqlName(schema) || schema.includes(".")) throw new LeaseFenceError(table, "its schema is not a plain SQL name");
+    return schema;
+  }
+
+  /**
+   * The trigger on Pulumi's table that refuses a stale engine's writes (see the
+   * file header). Installed once per table; racing installers are harmless.
+   */
+  private async ensureFence(client: PgClient): Promise<void> {
+    const present = await client.query<{ ok: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname = $2 AND p.proname = $3 AND t.tgenabled <> 'D') AS ok`,
+      [this.target.pulumiTable, FENCE_TRIGGER, FENCE_FUNCTION],
+    );
+    if (present.rows[0]?.ok) return;
+    const schema = await this.schemaOf(client, this.target.leaseTable);
+    const leases = `"${schema}".user_groups_run_leases`;
+    const fn = `"${schema}".${FENCE_FUNCTION}`;
+    const statements = [
+      `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fence$
+DECLARE
+  m text[] := regexp_match(coalesce(current_setting('application_name', true), ''), '^ug-run:([0-9a-f]{16}):([0-9]{1,15})$');
+BEGIN
+  IF m IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM ${leases} l
+    WHERE l.lease_id = m[1] AND l.epoch = m[2]::bigint AND NOT l.released AND l.expires_at > clock_timestamp()
+  ) THEN
+    RAISE EXCEPTION 'run_fenced: this run (lease %, epoch %) no longer holds the stack: its write is refused', m[1], m[2]
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  RETURN NEW;
+END
+$fence$`,
+      `DROP TRIGGER IF EXISTS ${FENCE_TRIGGER} ON ${this.target.pulumiTable}`,
+      `CREATE TRIGGER ${FENCE_TRIGGER} BEFORE INSERT OR UPDATE OR DELETE ON ${this.target.pulumiTable} FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
+    ];
+    try {
+      await client.query("BEGIN");
+      for (const statement of statements) await client.query(statement);
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      // Another replica installing it at the same moment: it is there now.
+      const again = await client.query<{ ok: boolean }>(
+        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2) AS ok",
+        [this.target.pulumiTable, FENCE_TRIGGER],
+      );
+      if (again.rows[0]?.ok) return;
+      const code = (error as { code?: string }).code;
+      throw new LeaseFenceError(this.target.pulumiTable, code === "42501" ? "permission denied" : `SQL state ${code ?? "unknown"}`);
+    }
   }
 
   private async readRecord(client: PgClient): Promise<RunRecord | undefined> {
@@ -73,23 +187,69 @@ export class PostgresLeaseStore implements LeaseStore {
     return row === undefined ? undefined : parseRunRecord(JSON.stringify(row.record));
   }
 
+  /**
+   * Takes the lease when it is free, released, expired (the database's clock),
+   * or its holder's lease session is gone (a killed holder): the epoch moves on.
+   */
   async tryAcquire(me: RunClaim) {
     const client = await this.connection();
-    const result = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1::bigint) AS ok", [this.key]);
-    if (!result.rows[0]?.ok) {
-      const holder = await this.readRecord(client);
-      return { acquired: false as const, ...(holder ? { holder } : {}) };
-    }
-    this.holding = true;
+    await client.query("BEGIN");
+    let taken: { record: RunRecord; epoch: number; stale: boolean } | undefined;
+    let holder: RunRecord | undefined;
+    let retryInMs: number | undefined;
     try {
-      // The advisory lock is the lease: the last record's holder no longer holds it.
-      const record = successorRecord(await this.readRecord(client), me);
-      await this.upsert(client, record);
-      return { acquired: true as const, record };
+      await client.query(
+        `INSERT INTO ${this.target.leaseTable} (stack_key, lease_id, epoch, run_id, expires_at, released) VALUES ($1, $2, 0, '', now(), true) ON CONFLICT (stack_key) DO NOTHING`,
+        [this.stackKey, this.leaseId],
+      );
+      const row = (
+        await client.query<{ epoch: string; released: boolean; unexpired: boolean; attended: boolean; left_ms: number }>(
+          `SELECT l.epoch::text AS epoch, l.released, l.expires_at > now() AS unexpired,
+             (EXTRACT(EPOCH FROM (l.expires_at - now())) * 1000)::float8 AS left_ms,
+             EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $2 || l.lease_id || ':' || l.epoch::text) AS attended
+           FROM ${this.target.leaseTable} l WHERE l.stack_key = $1 FOR UPDATE`,
+          [this.stackKey, LEASE_SESSION_PREFIX],
+        )
+      ).rows[0]!;
+      const previous = await this.readRecord(client);
+      if (!row.released && row.unexpired && row.attended) {
+        holder = previous;
+        retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
+      } else {
+        const epoch = Number(row.epoch) + 1;
+        const record = successorRecord(previous, { ...me, epoch }, this.timing.ttlMs);
+        await client.query(
+          `UPDATE ${this.target.leaseTable} SET lease_id = $2, epoch = $3, run_id = $4, expires_at = now() + $5 * interval '1 millisecond', released = false, updated_at = now() WHERE stack_key = $1`,
+          [this.stackKey, this.leaseId, epoch, me.runId, this.timing.ttlMs],
+        );
+        await this.upsert(client, record);
+        // Our lease session's name says which epoch it holds: a successor sees whether we are still there.
+        await client.query("SELECT set_config('application_name', $1, false)", [`${LEASE_SESSION_PREFIX}${this.leaseId}:${epoch}`]);
+        taken = { record, epoch, stale: !row.released };
+      }
+      await client.query(taken ? "COMMIT" : "ROLLBACK");
     } catch (error) {
-      await this.unlock(client);
+      await client.query("ROLLBACK").catch(() => undefined);
       throw error;
     }
+    if (!taken) return { acquired: false as const, ...(holder ? { holder } : {}), ...(retryInMs !== undefined ? { retryInMs } : {}) };
+    this.held = { epoch: taken.epoch, runId: me.runId };
+    if (taken.stale) await this.endStaleSessions(client, taken.epoch).catch(() => undefined);
+    return { acquired: true as const, record: taken.record };
+  }
+
+  /** Ends the sessions of runs with an older epoch of this lease (their lease session, engine, fence checks). */
+  private async endStaleSessions(client: PgClient, epoch: number): Promise<void> {
+    const prefixes = [ENGINE_SESSION_PREFIX, LEASE_SESSION_PREFIX, FENCE_SESSION_PREFIX].map((p) => `${p}${this.leaseId}:`);
+    const result = await client.query<{ pid: number; name: string }>(
+      "SELECT pid, application_name AS name FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND (left(application_name, $4) = $1 OR left(application_name, $5) = $2 OR left(application_name, $6) = $3)",
+      [...prefixes, ...prefixes.map((p) => p.length)],
+    );
+    const stale = result.rows.filter((row) => {
+      const older = /:([0-9]{1,15})$/.exec(row.name);
+      return older !== null && Number(older[1]) < epoch;
+    });
+    for (const row of stale) await client.query("SELECT pg_terminate_backend($1)", [row.pid]).catch(() => undefined);
   }
 
   private async upsert(client: PgClient, record: RunRecord): Promise<void> {
@@ -99,26 +259,73 @@ export class PostgresLeaseStore implements LeaseStore {
     );
   }
 
-  private async unlock(client: PgClient): Promise<void> {
-    this.holding = false;
-    await client.query("SELECT pg_advisory_unlock($1::bigint)", [this.key]).catch(() => undefined);
-  }
-
+  /** Renews the lease (and rewrites the record) only while it is ours and unexpired: false when it is lost. */
   async write(record: RunRecord): Promise<boolean> {
     const client = this.session.current;
-    if (!this.holding || client === undefined) return false;
-    await this.upsert(client, record);
+    const held = this.held;
+    if (held === undefined || client === undefined) return false;
+    const result = await client.query<{ renewed: string }>(
+      `WITH renewed AS (
+         UPDATE ${this.target.leaseTable} SET expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+         WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now() RETURNING stack_key
+       ), written AS (
+         UPDATE ${this.target.recordTable} SET record = $5, updated_at = now() WHERE stack_key IN (SELECT stack_key FROM renewed) RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM renewed)::text AS renewed`,
+      [this.stackKey, held.epoch, held.runId, this.timing.ttlMs, JSON.stringify(record)],
+    );
+    if (result.rows[0]?.renewed !== "1") {
+      this.held = undefined;
+      return false;
+    }
     return true;
   }
 
+  /** Our lease session's name back to no epoch: a later holder's takeover has no reason to end it. */
+  private async unnamed(client: PgClient): Promise<void> {
+    await client.query("SELECT set_config('application_name', $1, false)", [LEASE_SESSION_PREFIX + this.leaseId]).catch(() => undefined);
+  }
+
+  /** Lets go in good order: only while still ours and unexpired (else the next holder takes it over as a dead run's). */
   async release(record: RunRecord): Promise<void> {
     const client = this.session.current;
-    if (!this.holding || client === undefined) return;
-    try {
-      await this.upsert(client, { ...record, released: true });
-    } finally {
-      await this.unlock(client);
-    }
+    const held = this.held;
+    this.held = undefined;
+    if (held === undefined || client === undefined) return;
+    await client.query(
+      `WITH released AS (
+         UPDATE ${this.target.leaseTable} SET released = true, expires_at = now(), updated_at = now()
+         WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now() RETURNING stack_key
+       )
+       UPDATE ${this.target.recordTable} SET record = $4, updated_at = now() WHERE stack_key IN (SELECT stack_key FROM released)`,
+      [this.stackKey, held.epoch, held.runId, JSON.stringify({ ...record, released: true })],
+    );
+    await this.unnamed(client);
+  }
+
+  /** A lost run lets go without release: its lease ends now, and the next holder finds it unfinished (and fenced). */
+  async abandon(): Promise<void> {
+    const client = this.session.current;
+    const held = this.held;
+    this.held = undefined;
+    if (held === undefined || client === undefined) return;
+    await client.query(
+      `UPDATE ${this.target.leaseTable} SET expires_at = now(), updated_at = now() WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now()`,
+      [this.stackKey, held.epoch, held.runId],
+    );
+    await this.unnamed(client);
+  }
+
+  /** The engine's backend URL naming this run's epoch, and the provider processes' fence. */
+  fenceEnv(record: RunRecord): Record<string, string> | undefined {
+    if (record.epoch === undefined) return undefined;
+    const engineUrl = engineBackendEnv(this.backendUrl).PULUMI_BACKEND_URL;
+    return {
+      PULUMI_BACKEND_URL: withApplicationName(engineUrl, `${ENGINE_SESSION_PREFIX}${this.leaseId}:${record.epoch}`),
+      [RUN_FENCE_ENV.lease]: `${this.leaseId}:${record.epoch}`,
+      [RUN_FENCE_ENV.db]: postgresTarget(engineUrl).connectionString,
+      [RUN_FENCE_ENV.table]: this.target.leaseTable,
+    };
   }
 
   async pulumiLocks(): Promise<PulumiLock[]> {
@@ -157,7 +364,7 @@ export class PostgresLeaseStore implements LeaseStore {
   }
 
   async close(): Promise<void> {
-    this.holding = false;
+    this.held = undefined;
     await this.session.close();
   }
 }

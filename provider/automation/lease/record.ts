@@ -9,9 +9,17 @@ import { UserGroupsError } from "../../wire/errors";
 import { pulumiProcessAlive } from "../backend";
 import { assertValidStackName } from "../model";
 
-/** How often a holder renews its record; a file lease lives LEASE_TTL_MS past the last renewal. */
+/** How often a holder renews its record; a file lease's record says LEASE_TTL_MS past the last renewal. */
 export const RENEW_EVERY_MS = 5_000;
 export const LEASE_TTL_MS = 20_000;
+
+/** A lease's timing: how long it lives past a renewal, how often its holder renews it. */
+export interface LeaseTiming {
+  readonly ttlMs: number;
+  readonly renewEveryMs: number;
+}
+
+export const FILE_LEASE_TIMING: LeaseTiming = { ttlMs: LEASE_TTL_MS, renewEveryMs: RENEW_EVERY_MS };
 
 const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
@@ -24,6 +32,12 @@ export interface RunClaim {
   readonly startedAt: number;
   /** Its last renewal (same clock). */
   readonly renewedAt: number;
+  /**
+   * The lease's epoch (PostgreSQL leases: one more for every holder). A run with
+   * an epoch older than the current one is fenced: the backend refuses its
+   * checkpoint writes and its provider processes send nothing more.
+   */
+  readonly epoch?: number;
 }
 
 /** A group whose create a dead run left pending: to be adopted from these inputs. */
@@ -51,6 +65,7 @@ const claimSchema = z.object({
   pid: z.number().int(),
   startedAt: z.number(),
   renewedAt: z.number(),
+  epoch: z.number().int().nonnegative().optional(),
 });
 
 const adoptEntrySchema = z.object({
@@ -91,19 +106,25 @@ export type LeaseState = "free" | "live" | "dead";
 
 /**
  * A file lease's state from its record: released is free; same host and a
- * dead pid is dead at once; otherwise the expiry decides (a reused pid only
- * delays the end until then).
+ * dead pid is dead at once; otherwise it is live, whatever its expiry says.
+ * A file backend cannot fence Pulumi's checkpoint writes, so a holder that
+ * stopped renewing (paused, stalled, cut off) is not provably stopped: its
+ * engine may still write. Only a dead pid of this host proves that; another
+ * host's run, or a live pid here, needs a person (`user-groups recover`).
+ * (`now` stays for the callers that show how long ago the holder renewed.)
  */
-export function leaseStateOf(record: RunRecord | undefined, now: number, here: Here): LeaseState {
+export function leaseStateOf(record: RunRecord | undefined, _now: number, here: Here): LeaseState {
   if (record === undefined || record.released) return "free";
   if (record.host === here.host && !here.pidAlive(record.pid)) return "dead";
-  return record.expiresAt <= now ? "dead" : "live";
+  return "live";
 }
 
 
 export type HolderVerdict =
   /** Its process runs (same host): wait for it. */
   | { readonly verdict: "live" }
+  /** A run of ours with an older epoch took it: fenced, it can write nothing more (its process may still run). */
+  | { readonly verdict: "fenced"; readonly claim: RunClaim }
   /** Provably gone: same host and its pid is dead, or a dead run of ours on its host held the lease when it was taken. */
   | { readonly verdict: "gone"; readonly claim?: RunClaim }
   /** Another host's, not proven to be a dead run of ours (a person's `pulumi up`, an older release): wait for it. */
@@ -119,6 +140,8 @@ export function classifyLockHolder(lock: PulumiLock, here: Here, claims: readonl
   const claim = claims.find(
     (c) => c.host === lock.hostname && Number.isFinite(taken) && taken >= c.startedAt && taken <= c.renewedAt + 2 * renewEveryMs,
   );
+  // Claims carry an epoch only where the backend fences older epochs (PostgreSQL): that run can change nothing more.
+  if (claim?.epoch !== undefined) return { verdict: "fenced", claim };
   if (lock.hostname === here.host) {
     if ((here.pulumiRunning ?? here.pidAlive)(lock.pid)) return { verdict: "live" };
     return claim ? { verdict: "gone", claim } : { verdict: "gone" };
@@ -133,9 +156,10 @@ export function classifyLockHolder(lock: PulumiLock, here: Here, claims: readonl
  */
 export function successorRecord(previous: RunRecord | undefined, me: RunClaim, ttlMs = LEASE_TTL_MS): RunRecord {
   const died = previous !== undefined && !previous.released;
-  const { runId, host, pid, startedAt, renewedAt } = previous ?? me;
+  const { runId, host, pid, startedAt, renewedAt, epoch } = previous ?? me;
+  const claim: RunClaim = { runId, host, pid, startedAt, renewedAt, ...(epoch !== undefined ? { epoch } : {}) };
   // The newest hundred are plenty: each ends with the takeover that deals with it.
-  const unfinished = [...(previous?.unfinished ?? []), ...(died ? [{ runId, host, pid, startedAt, renewedAt }] : [])].slice(-100);
+  const unfinished = [...(previous?.unfinished ?? []), ...(died ? [claim] : [])].slice(-100);
   return { version: 1, ...me, expiresAt: me.renewedAt + ttlMs, released: false, unfinished, adopt: previous?.adopt ?? [] };
 }
 
@@ -152,7 +176,11 @@ export class RunLeaseLostError extends UserGroupsError {
 
 /** Why a run could not take the lease: the live run holding it (undefined while another is just taking it). Rides as a StackLockedError's cause. */
 export class RunLeaseHeldError extends UserGroupsError {
-  constructor(readonly holder: RunRecord | undefined) {
+  /** `retryInMs`: when the holder's lease expires unless renewed (PostgreSQL), so that a waiter tries again then. */
+  constructor(
+    readonly holder: RunRecord | undefined,
+    readonly retryInMs?: number,
+  ) {
     super(
       "run_lease_held",
       holder ? `the stack's run lease is held by pid ${holder.pid} on host "${holder.host}" since ${new Date(holder.startedAt).toISOString()}` : "another run is taking the stack's run lease",
@@ -164,7 +192,10 @@ export class RunLeaseHeldError extends UserGroupsError {
 /** Where a backend keeps leases, records, and Pulumi's locks. One per backend and stack. */
 export interface LeaseStore {
   /** The lease, or who holds it. `previous` is the record of the last holder (dead or released). */
-  tryAcquire(me: RunClaim): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord }>;
+  tryAcquire(
+    me: RunClaim,
+    options?: { readonly breakLive?: boolean },
+  ): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord; readonly retryInMs?: number }>;
   /** Rewrites the held lease's record (renewal, adopt list); false when the lease is no longer ours. */
   write(record: RunRecord): Promise<boolean>;
   release(record: RunRecord): Promise<void>;
@@ -173,6 +204,17 @@ export interface LeaseStore {
   close(): Promise<void>;
   /** Told when the lease is lost behind our back (PostgreSQL: the connection ended). */
   onLost?: (() => void) | undefined;
+  /** How long the lease lives past a renewal, how often to renew (file stores: FILE_LEASE_TIMING). */
+  readonly timing?: LeaseTiming;
+  /**
+   * What the run's engine and provider processes get in their environment so
+   * that the backend and the service refuse them once the lease has a newer
+   * epoch (PostgreSQL); undefined where nothing can be fenced (file backends).
+   * Among them PULUMI_BACKEND_URL: the engine's backend URL (no password in it).
+   */
+  fenceEnv?(record: RunRecord): Record<string, string> | undefined;
+  /** A lost run lets go without release (PostgreSQL: its lease ends now, unreleased, so that the next holder takes its leftovers over). */
+  abandon?(): Promise<void>;
 }
 
 /** org, project and stack of a stack name as the diy backend files it (a bare name: any org, our project). */

@@ -3,12 +3,16 @@
 // that holds the lease and still finds a Pulumi lock knows that lock is a dead
 // run's, or someone else's, and can tell which.
 //
-// - postgres:// backends: a session-level advisory lock on a connection of its
-//   own; it dies with the holder's connection, so a killed holder frees it at
-//   once (a vanished host: within the server's TCP keepalive, set to ~25 s here).
+// - postgres:// backends: a row of our table with an epoch, the holder's run id
+//   and an expiry on the database's clock (15 s past the last renewal, renewed
+//   every 3 s); a killed holder's lease ends at once (its lease session is
+//   gone), a paused or cut-off one's when it expires. Older epochs are fenced:
+//   the backend refuses their engine's writes, their providers send nothing
+//   (postgres-store.ts).
 // - file:// backends: a lease file in the backend (0700 directory, 0600 file)
-//   holding the holder's host, pid, run id and an expiry it renews; on the same
-//   host a dead pid ends it at once, elsewhere the expiry does.
+//   holding the holder's host, pid, run id and an expiry it renews. Nothing can
+//   fence a file backend's writers, so only a dead pid of this host ends it; a
+//   live pid, or another host's run, holds it until a person runs `recover`.
 // - other backends: no lease (acquireRunLease answers undefined).
 //
 // Beside the lease lives the run record (the lease file itself; a row of our
@@ -20,7 +24,7 @@
 import { randomUUID } from "node:crypto";
 import { type Clock, systemClock } from "../../clock";
 import { StackLockedError, fileBackendDir } from "../backend";
-import { RENEW_EVERY_MS, LEASE_TTL_MS, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
+import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
 import { FileLeaseStore } from "./file-store";
 import { PostgresLeaseStore } from "./postgres-store";
 
@@ -45,6 +49,7 @@ export class RunLease {
   private readonly abort = new AbortController();
   private released = false;
   private writing: Promise<unknown> = Promise.resolve();
+  private readonly timing: LeaseTiming;
 
   constructor(
     readonly store: LeaseStore,
@@ -53,14 +58,16 @@ export class RunLease {
     private readonly clock: Clock = systemClock,
   ) {
     this.record = record;
+    this.timing = store.timing ?? FILE_LEASE_TIMING;
+    const { ttlMs, renewEveryMs } = this.timing;
     store.onLost = () => this.lose();
     // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
     this.timer = setInterval(
       () =>
         void this.update({}).catch(() => {
-          if (this.clock.now() - this.record.renewedAt > LEASE_TTL_MS - RENEW_EVERY_MS) this.lose();
+          if (this.clock.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
         }),
-      RENEW_EVERY_MS,
+      renewEveryMs,
     );
     this.timer.unref();
   }
@@ -71,6 +78,11 @@ export class RunLease {
 
   get current(): RunRecord {
     return this.record;
+  }
+
+  /** The lease's epoch (PostgreSQL), undefined where leases have none. */
+  get epoch(): number | undefined {
+    return this.record.epoch;
   }
 
   /** Aborted when the lease is lost. */
@@ -91,7 +103,7 @@ export class RunLease {
     const next = this.writing.then(async () => {
       if (this.released || this.lost) return;
       const renewedAt = this.clock.now();
-      const record: RunRecord = { ...this.record, ...change, renewedAt, expiresAt: renewedAt + LEASE_TTL_MS };
+      const record: RunRecord = { ...this.record, ...change, renewedAt, expiresAt: renewedAt + this.timing.ttlMs };
       if (!(await this.store.write(record))) {
         this.lose();
         return;
@@ -108,14 +120,17 @@ export class RunLease {
     await this.writing;
     this.released = true;
     this.store.onLost = undefined;
-    // Even when lost: the store lets go of whatever it still holds (an advisory lock whose renewal failed).
-    await this.store.release(this.record);
+    // A lost lease is not released: the next holder takes this run over as a dead one's (where the store can tell it so).
+    if (this.lost && this.store.abandon) await this.store.abandon();
+    else await this.store.release(this.record);
   }
 }
 
 export interface AcquireOptions {
   readonly here?: Here;
   readonly clock?: Clock;
+  /** A person decided the holder is gone (`recover --break-lease`): take a file lease that still looks live. */
+  readonly breakLive?: boolean;
 }
 
 /**
@@ -126,7 +141,7 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const here = options.here ?? HERE;
   const clock = options.clock ?? systemClock;
   const startedAt = clock.now();
-  const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt });
-  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder) });
+  const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
+  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder, outcome.retryInMs) });
   return new RunLease(store, stackName, outcome.record, clock);
 }

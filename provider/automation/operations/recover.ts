@@ -56,13 +56,20 @@ export interface RecoverOptions extends ProvisionOptions {
    * never makes are not touched: the recovery still refuses them.
    */
   readonly rewriteProviders?: boolean;
+  /**
+   * Take the stack's run lease even from a run that still holds it. A file
+   * backend cannot fence a run's late writes, so its lease is never taken from a
+   * run of another host, or from a live pid of this one, by itself: a person
+   * who knows that run is gone says so with this (`user-groups recover --break-lease`).
+   */
+  readonly breakLease?: boolean;
 }
 
 export async function recoverStack(options: RecoverOptions): Promise<RecoveryReport> {
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
-  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard, options.rewriteProviders === true), (report) => report.up);
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard, options.rewriteProviders === true, options.breakLease === true), (report) => report.up);
   return {
     removedLocks: reports.flatMap((r) => r.removedLocks),
     repairedFiles: reports.flatMap((r) => r.repairedFiles),
@@ -73,17 +80,24 @@ export async function recoverStack(options: RecoverOptions): Promise<RecoveryRep
   };
 }
 
-async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, rewriteProviders: boolean): Promise<RecoveryReport> {
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, rewriteProviders));
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, rewriteProviders, breakLease));
   } finally {
     await store?.close();
   }
 }
 
-async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined, rewriteProviders: boolean): Promise<RecoveryReport> {
-  const lease = store ? await acquireRunLease(store, options.stack) : undefined;
+async function recoverOnce(
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  store: LeaseStore | undefined,
+  rewriteProviders: boolean,
+  breakLease: boolean,
+): Promise<RecoveryReport> {
+  const lease = store ? await acquireRunLease(store, options.stack, breakLease ? { breakLive: true } : {}) : undefined;
   try {
     const prepared = await openStack(options, []);
     let taken: TakeoverReport | undefined;
@@ -108,7 +122,7 @@ async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], gua
         // A live holder's lock, or another host's not proven dead, is left alone: nothing is touched.
         for (const lock of await lease.store.pulumiLocks()) {
           const { verdict } = classifyLockHolder(lock, HERE, lease.current.unfinished);
-          if (verdict === "gone") continue;
+          if (verdict === "gone" || verdict === "fenced") continue;
           const holder = { file: lock.key, pid: lock.pid, hostname: lock.hostname, ...(lock.timestamp !== undefined ? { timestamp: lock.timestamp } : {}) };
           throw new LiveLockError(
             options.stack,

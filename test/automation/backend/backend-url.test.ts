@@ -2,7 +2,7 @@
 // any spelling: as written, percent-decoded, or re-encoded as Go's net/url
 // prints it. (With a real PostgreSQL backend: credentials.test.ts.)
 import { describe, expect, it } from "vitest";
-import { backendUrlSecrets, engineBackendEnv, withoutCredentials } from "../../../provider/automation/backend/backend-url";
+import { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "../../../provider/automation/backend/backend-url";
 import { RunFailedError } from "../../../provider/automation/engine/change-tracker";
 import { scrubSecrets, secretValuesOf } from "../../../provider/automation/engine/stack-config";
 
@@ -81,5 +81,22 @@ describe("engineBackendEnv: what Pulumi gets", () => {
     for (const url of ["postgres://u@db/x", "file:///tmp/state", "s3://b/p?region=x", "postgres://u:pa/ss@db/x", "postgres://u:%zz@db/x"]) {
       expect(engineBackendEnv(url), url).toEqual({ PULUMI_BACKEND_URL: url });
     }
+  });
+});
+
+describe("withApplicationName: the engine's sessions named by its run's epoch (the run fence)", () => {
+  it("adds or replaces application_name and keeps every other option and the fragment", () => {
+    expect(withApplicationName("postgres://u@db:5432/state", "ug-run:0123456789abcdef:7")).toBe("postgres://u@db:5432/state?application_name=ug-run:0123456789abcdef:7");
+    expect(withApplicationName("postgres://u@db/state?sslmode=disable&table=s.t", "ug-run:0123456789abcdef:7")).toBe(
+      "postgres://u@db/state?sslmode=disable&table=s.t&application_name=ug-run:0123456789abcdef:7",
+    );
+    expect(withApplicationName("postgres://u@db/state?application_name=mine&sslmode=disable#x", "ug-run:0123456789abcdef:8")).toBe(
+      "postgres://u@db/state?sslmode=disable&application_name=ug-run:0123456789abcdef:8#x",
+    );
+    expect(withApplicationName("postgres://u@db/state?sslmode=disable&application_name=mine", "ug-run:0123456789abcdef:8")).toBe(
+      "postgres://u@db/state?sslmode=disable&application_name=ug-run:0123456789abcdef:8",
+    );
+    // Only our own names: nothing from outside becomes part of the URL.
+    expect(() => withApplicationName("postgres://u@db/state", "x&password=y")).toThrow();
   });
 });

@@ -72,6 +72,22 @@ describe("withStackLockWait", () => {
     expect(clock.waits).toEqual([199, 399, 799, 1598]);
   });
 
+  it("a run lease that says when it expires is tried again right then, never later than the backoff", async () => {
+    const clock = fakeClock();
+    let calls = 0;
+    const held = (retryInMs: number) => new StackLockedError("customers", { cause: new RunLeaseHeldError(undefined, retryInMs) });
+    await withStackLockWait(
+      async () => {
+        calls += 1;
+        if (calls === 1) throw held(9_000);
+        if (calls <= 5) throw held(120);
+        return "done";
+      },
+      { stackName: "customers", timeoutMs: 60_000, now: clock.now, sleep: clock.sleep, random: () => 0.999 },
+    );
+    expect(clock.waits).toEqual([199, 120, 120, 120, 120]);
+  });
+
   it("gives up after the budget with an error naming the stack and the time waited", async () => {
     const clock = fakeClock(() => 0.5);
     const error = await withStackLockWait(

@@ -1,6 +1,6 @@
 // CONTRACT F7 (issue 25 items 4-5): a replica SIGKILLed (its whole process group)
 // in the middle of a run, and another replica taking over by itself: on PostgreSQL
-// (the advisory-lock lease) and on a file backend (the lease file, same host).
+// (the lease whose holder's session ended) and on a file backend (the lease file, same host).
 // The trial itself: test/support/takeover-trial.ts (bench/takeover.ts measures it).
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -73,7 +73,7 @@ describe.skipIf(process.platform !== "linux")("a replica killed mid-run is taken
     });
     afterAll(() => postgres?.stop());
 
-    it("the advisory lock dies with the killed replica's connection; the other replica serves retried and new sign-ups", async () => {
+    it("the killed replica's lease ends with its session; the other replica serves retried and new sign-ups", async () => {
       await server.reset();
       const result = await runTakeoverTrial({
         server,

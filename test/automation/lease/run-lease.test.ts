@@ -6,7 +6,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireRunLease } from "../../../provider/automation/lease/run-lease";
-import { advisoryKey, PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
+import { Client } from "pg";
+import { leaseIdOf, PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
+import { PostgresRunFence, RunFencedError } from "../../../provider/client/run-fence";
 import { BackendTableNameError, postgresTarget } from "../../../provider/client/shared-state/postgres-target";
 import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../../provider/automation/lease/record";
 import { FileLeaseStore } from "../../../provider/automation/lease/file-store";
@@ -32,19 +34,29 @@ function here(host: string, alive: readonly number[] = [], pulumi: readonly numb
 }
 
 describe("lease decisions", () => {
-  it("a released lease is free; a live holder's is live until its expiry; then dead", () => {
+  it("a released file lease is free; another host's holder is live even past its expiry (nothing fences it: a person decides)", () => {
     expect(leaseStateOf(undefined, T0, here("pod-b"))).toBe("free");
     expect(leaseStateOf(record({ released: true }), T0, here("pod-b"))).toBe("free");
     const held = record();
     expect(leaseStateOf(held, held.expiresAt - 1, here("pod-b"))).toBe("live");
-    expect(leaseStateOf(held, held.expiresAt, here("pod-b"))).toBe("dead");
+    expect(leaseStateOf(held, held.expiresAt, here("pod-b"))).toBe("live");
+    expect(leaseStateOf(held, held.expiresAt + 3_600_000, here("pod-b"))).toBe("live");
   });
 
-  it("on the holder's own host a dead pid ends the lease at once; a live (or reused) pid waits for the expiry", () => {
+  it("on the holder's own host a dead pid ends the file lease at once; a live pid holds it, expired or not", () => {
     const held = record();
     expect(leaseStateOf(held, T0 + 11_000, here("pod-a"))).toBe("dead");
     expect(leaseStateOf(held, T0 + 11_000, here("pod-a", [4711]))).toBe("live");
-    expect(leaseStateOf(held, held.expiresAt, here("pod-a", [4711]))).toBe("dead");
+    expect(leaseStateOf(held, held.expiresAt, here("pod-a", [4711]))).toBe("live");
+  });
+
+  it("a Pulumi lock taken while a run with an epoch (PostgreSQL) held the lease is fenced, even while its pid runs", () => {
+    const lock = { key: "k", pid: 777, hostname: "pod-a", timestamp: new Date(T0 + 2_000).toISOString() };
+    const fencedClaim = claim({ epoch: 4 });
+    expect(classifyLockHolder(lock, here("pod-a", [777], [777]), [fencedClaim])).toEqual({ verdict: "fenced", claim: fencedClaim });
+    expect(classifyLockHolder(lock, here("pod-b"), [fencedClaim])).toEqual({ verdict: "fenced", claim: fencedClaim });
+    // Without an epoch (a file backend), the live pid still decides.
+    expect(classifyLockHolder(lock, here("pod-a", [777], [777]), [claim()]).verdict).toBe("live");
   });
 
   it("a new holder inherits a dead holder as unfinished business, and its adopt list; a released one adds nothing", () => {
@@ -175,7 +187,7 @@ describe("the file lease", () => {
     await leaseC.release();
   });
 
-  it("another host's holder: taken only once its expiry has passed", async () => {
+  it("another host's holder is never taken over, not even long past its expiry: nothing could fence its late writes", async () => {
     let now = T0;
     const clock = clockWith({ now: () => now });
     const podA = new FileLeaseStore(dir, "user-groups", "other", here("pod-a", [process.pid]), clock);
@@ -183,9 +195,13 @@ describe("the file lease", () => {
     const leaseA = await acquireRunLease(podA, "other", { here: here("pod-a", [process.pid]), clock });
     now += LEASE_TTL_MS - 1;
     await expect(acquireRunLease(podB, "other", { here: here("pod-b"), clock })).rejects.toThrow(/locked/);
-    now += 1;
-    const leaseB = await acquireRunLease(podB, "other", { here: here("pod-b"), clock });
+    now += 3_600_000;
+    await expect(acquireRunLease(podB, "other", { here: here("pod-b"), clock })).rejects.toThrow(/locked/);
+    // A person who knows A is gone breaks the lease (`recover --break-lease`): A is inherited as a dead run.
+    const leaseB = await acquireRunLease(podB, "other", { here: here("pod-b"), clock, breakLive: true });
     expect(leaseB.current.unfinished).toEqual([expect.objectContaining({ runId: leaseA.runId, host: "pod-a" })]);
+    await leaseA.update({});
+    expect(leaseA.lost).toBe(true);
     await leaseB.release();
     await leaseA.release();
   });
@@ -210,6 +226,7 @@ describe("the PostgreSQL lease", () => {
       connectionString: "postgres://u:p@db:5432/state?sslmode=disable&uselibpqcompat=true",
       pulumiTable: "pulumi.stacks",
       recordTable: "pulumi.user_groups_run_records",
+      leaseTable: "pulumi.user_groups_run_leases",
       keyPrefix: "state/",
     });
     for (const table of ["x;drop table y", "a b", "x.y.z", "\"x\""]) {
@@ -217,8 +234,8 @@ describe("the PostgreSQL lease", () => {
     }
     // Unset, the SSL mode is lib/pq's (Pulumi's driver) default: require.
     expect(postgresTarget("postgres://u:p@db/state").connectionString).toBe("postgres://u:p@db/state?sslmode=require&uselibpqcompat=true");
-    expect(advisoryKey("pulumi_state", "user-groups", "prod")).toBe(advisoryKey("pulumi_state", "user-groups", "prod"));
-    expect(advisoryKey("pulumi_state", "user-groups", "prod")).not.toBe(advisoryKey("pulumi_state", "user-groups", "prod2"));
+    expect(leaseIdOf("pulumi_state", "user-groups", "prod")).toMatch(/^[0-9a-f]{16}$/);
+    expect(leaseIdOf("pulumi_state", "user-groups", "prod")).not.toBe(leaseIdOf("pulumi_state", "user-groups", "prod2"));
   });
 
   it("an unreachable backend is a UserGroupsError that does not repeat the URL's password", async () => {
@@ -236,7 +253,7 @@ describe("the PostgreSQL lease", () => {
     });
     afterAll(() => postgres?.stop());
 
-    it("an advisory lock on a connection of its own: held while it lives, free the moment it ends, the dead holder inherited", async () => {
+    it("a lease row with an epoch: held while renewed, free the moment its holder's session ends, the dead holder inherited", async () => {
       const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod");
       const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod");
       const other = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "staging");
@@ -247,17 +264,93 @@ describe("the PostgreSQL lease", () => {
         expect(String((refused as Error & { cause?: Error }).cause?.message)).toContain('on host "pod-a"');
         // Another stack's lease is its own.
         await (await acquireRunLease(other, "staging", { here: here("pod-b") })).release();
-        // The holder's connection ends (a killed process): the lease is free at once, A is unfinished business.
+        // The holder's connection ends (a killed process): the lease is free at once, A is unfinished business, fenced by its epoch.
         await a.close();
         const leaseB = await acquireRunLease(b, "prod", { here: here("pod-b") });
-        expect(leaseB.current.unfinished.map((c) => c.runId)).toEqual([leaseA.runId]);
+        expect(leaseB.current.unfinished).toEqual([expect.objectContaining({ runId: leaseA.runId, epoch: leaseA.epoch })]);
+        expect(leaseB.epoch).toBe(leaseA.epoch! + 1);
         await leaseB.update({ adopt: [{ resourceName: "default.acme", inputs: { name: "Acme", userGroupId: "acme" } }] });
         await leaseB.release();
         const leaseC = await acquireRunLease(a, "prod", { here: here("pod-c") });
         expect(leaseC.current.adopt.map((e) => e.resourceName)).toEqual(["default.acme"]);
+        expect(leaseC.current.unfinished.map((c) => c.runId)).toEqual([leaseA.runId]);
         await leaseC.release();
       } finally {
         await Promise.all([a.close(), b.close(), other.close()]);
+      }
+    });
+
+    it("expires by the database's clock while the holder's connection lives; then the old epoch is fenced: no renewal, no checkpoint write, no request", async () => {
+      const timing = { ttlMs: 1_500, renewEveryMs: 500 };
+      const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "paused", timing);
+      const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "paused", timing);
+      const target = postgresTarget(postgres.backendUrl);
+      const leaseId = leaseIdOf(target.pulumiTable, "user-groups", "paused");
+      const engine = (epoch: number | undefined) =>
+        new Client({ connectionString: postgres.backendUrl, ...(epoch !== undefined ? { application_name: `ug-run:${leaseId}:${epoch}` } : {}) });
+      const write = async (epoch: number | undefined, key: string) => {
+        const client = engine(epoch);
+        await client.connect();
+        try {
+          await client.query(`INSERT INTO pulumi_state (key, data) VALUES ($1, '{"data":""}') ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data`, [key]);
+        } finally {
+          await client.end();
+        }
+      };
+      const fence = (epoch: number) => new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, epoch, clockWith({ sleep: async () => undefined }));
+      const me = (runId: string) => ({ runId, host: "pod-a", pid: process.pid, startedAt: Date.now(), renewedAt: Date.now() });
+      try {
+        const first = await a.tryAcquire(me("run-a"));
+        expect(first.acquired).toBe(true);
+        const recordA = (first as { record: RunRecord }).record;
+        // A holds it (its session lives, it just does not renew: paused).
+        expect((await b.tryAcquire(me("run-b"))).acquired).toBe(false);
+        await write(recordA.epoch, "postgres/.pulumi/stacks/user-groups/paused.json");
+        // A live run's fence lets its requests through only while the lease lives FENCE_MARGIN_MS more.
+        await expect(fence(recordA.epoch!).check()).rejects.toMatchObject({ code: "run_fenced" });
+        await new Promise((resolve) => setTimeout(resolve, 1_700));
+        const second = await b.tryAcquire(me("run-b"));
+        expect(second.acquired).toBe(true);
+        const recordB = (second as { record: RunRecord }).record;
+        expect(recordB.epoch).toBe(recordA.epoch! + 1);
+        expect(recordB.unfinished).toEqual([expect.objectContaining({ runId: "run-a", epoch: recordA.epoch })]);
+        // A's session was ended by B; A's renewal finds the lease gone.
+        expect(await a.write(recordA).catch(() => false)).toBe(false);
+        // The fence on Pulumi's table: A's engine (its epoch in application_name) can write nothing, even through a new connection.
+        await expect(write(recordA.epoch, "postgres/.pulumi/stacks/user-groups/paused.json")).rejects.toThrow(/run_fenced/);
+        await expect(write(recordA.epoch, "postgres/.pulumi/locks/user-groups/paused/x.json")).rejects.toThrow(/run_fenced/);
+        await write(recordB.epoch, "postgres/.pulumi/stacks/user-groups/paused.json");
+        // Sessions that are not a run's engine (a person's pulumi, our lease session) are not refused.
+        await write(undefined, "postgres/.pulumi/stacks/user-groups/other.json");
+        // A's provider processes are fenced; B's are not (its lease has its whole TTL left... shorter than the margin here).
+        await expect(fence(recordA.epoch!).check()).rejects.toBeInstanceOf(RunFencedError);
+        await b.release(recordB);
+        // Released: the epoch's engine is refused too.
+        await expect(write(recordB.epoch, "postgres/.pulumi/stacks/user-groups/paused.json")).rejects.toThrow(/run_fenced/);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it("a provider process's fence passes while its run's lease is current and lives past the margin", async () => {
+      const store = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "fenced");
+      const target = postgresTarget(postgres.backendUrl);
+      const leaseId = leaseIdOf(target.pulumiTable, "user-groups", "fenced");
+      try {
+        const lease = await acquireRunLease(store, "fenced", { here: here("pod-a") });
+        const env = store.fenceEnv(lease.current)!;
+        expect(env.PULUMI_BACKEND_URL).toContain(`application_name=ug-run:${leaseId}:${lease.epoch}`);
+        expect(env.USER_GROUPS_RUN_FENCE).toBe(`${leaseId}:${lease.epoch}`);
+        const fence = new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, lease.epoch!, clockWith({ sleep: async () => undefined }));
+        await fence.check();
+        await expect(new PostgresRunFence(target.connectionString, target.leaseTable, leaseId, lease.epoch! + 1, clockWith({ sleep: async () => undefined })).check()).rejects.toMatchObject({
+          code: "run_fenced",
+        });
+        await lease.release();
+        await expect(fence.check()).rejects.toMatchObject({ code: "run_fenced" });
+        await fence.close();
+      } finally {
+        await store.close();
       }
     });
   });
