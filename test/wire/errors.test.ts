@@ -39,6 +39,8 @@ const instances: Record<string, Error> = {
   ReservedStackNameError: new automation.ReservedStackNameError("prod.shard-1"),
   ShardNameError: new automation.ShardNameError("p"),
   UntrustedWorkspaceError: new automation.UntrustedWorkspaceError("/w/node_modules/x", "/pkg"),
+  UntrustedProviderCodeError: new automation.UntrustedProviderCodeError("dev", [{ name: "default.acme", reason: "provider code" }]),
+  BaseUrlNotAllowedError: new automation.BaseUrlNotAllowedError("The base URL in stack config for the default profile is not the environment's"),
   StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
   RunFailedError: new automation.RunFailedError("up", "dev", ["default.acme: already exists"], { cause }),
   ResourceNameError: new automation.ResourceNameError("nodot"),
