@@ -47,6 +47,7 @@ export class PostgresLeaseStore implements LeaseStore {
         }
         await this.ensureTable(client);
       },
+      ownTables: [{ table: this.target.recordTable, columns: { stack_key: "text", record: "jsonb", updated_at: "timestamp with time zone" } }],
       unreachable: (_error, detail) => new UserGroupsError("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`),
       onDropped: () => {
         if (this.holding) {

@@ -299,6 +299,10 @@ export class PostgresShardDirectory implements ShardDirectory {
           `CREATE TABLE IF NOT EXISTS ${this.membersTable} (stack_key TEXT NOT NULL, resource_name TEXT NOT NULL, shard INTEGER NOT NULL, PRIMARY KEY (stack_key, resource_name))`,
           `CREATE TABLE IF NOT EXISTS ${this.stacksTable} (stack_key TEXT PRIMARY KEY, initialized_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
         ]),
+      ownTables: [
+        { table: this.membersTable, columns: { stack_key: "text", resource_name: "text", shard: "integer" } },
+        { table: this.stacksTable, columns: { stack_key: "text", initialized_at: "timestamp with time zone" } },
+      ],
       // The same error as Pulumi's own failure to reach the backend, and never its password.
       unreachable: (_error, detail) => new BackendUnreachableError("backend_unreachable", backendPlace(this.target.connectionString), detail),
     });
