@@ -1,6 +1,6 @@
 // One run of one stack under its run lease: the delete guard, the engine call
 // (or a preview answered from the state), and the run's result.
-import type { OutputMap } from "@pulumi/pulumi/automation";
+import type { OutputMap, Stack } from "@pulumi/pulumi/automation";
 import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
 import { EngineEdgeError } from "./engine-errors";
 import { StackLockedError, withoutCredentials } from "../backend";
@@ -44,12 +44,27 @@ function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outpu
   });
 }
 
+/** What a caller does under the run's lease, around the run (the shard directory's claims and forgets: shards/each-shard.ts). */
+export interface LeasedRunHooks {
+  /** Before the delete guard and the engine; its error refuses the run before any change. */
+  readonly before?: (stack: Stack) => Promise<void>;
+  /** After the run, whether it succeeded or not, while the lease is still held (not once it is lost); its error is ignored. */
+  readonly after?: (stack: Stack) => Promise<void>;
+}
+
 /**
  * One run of an operation under the stack's run lease (or under `held`, a lease
  * the caller already holds: recover's final up). A dead run's leftovers are
  * taken over first, except by a preview, which changes nothing.
  */
-export async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, held?: RunLease): Promise<RunResult> {
+export async function runOnce(
+  operation: Operation,
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  held?: RunLease,
+  hooks: LeasedRunHooks = {},
+): Promise<RunResult> {
   // refresh and destroy never run the program; they need a stack to work on, and never make one.
   const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
   let store: LeaseStore | undefined;
@@ -69,7 +84,15 @@ export async function runOnce(operation: Operation, options: RunOptions, specs: 
         ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
         ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
       },
-      (signal) => runPrepared(operation, options, specs, guard, prepared, signal),
+      async (signal) => {
+        await hooks.before?.(prepared.stack);
+        try {
+          return await runPrepared(operation, options, specs, guard, prepared, signal);
+        } finally {
+          // A forget that failed leaves a stale entry, which only sends a later run to this shard again.
+          if (hooks.after && !signal?.aborted) await hooks.after(prepared.stack).catch(() => undefined);
+        }
+      },
     );
   } catch (error) {
     throw runError(error, options);

@@ -17,7 +17,7 @@
 // there decides nothing.
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
 import { eachShard, mergeRunResults } from "../shards";
-import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME } from "../engine";
+import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, type LeasedRunHooks } from "../engine";
 import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore } from "../lease";
 import { LiveLockError } from "../backend";
 
@@ -53,7 +53,7 @@ export async function recoverStack(options: ProvisionOptions): Promise<RecoveryR
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
-  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard), (report) => report.up);
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard, hooks) => recoverShard(part.options, part.specs, shardGuard, hooks));
   return {
     removedLocks: reports.flatMap((r) => r.removedLocks),
     repairedFiles: reports.flatMap((r) => r.repairedFiles),
@@ -64,16 +64,16 @@ export async function recoverStack(options: ProvisionOptions): Promise<RecoveryR
   };
 }
 
-async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<RecoveryReport> {
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, hooks: LeasedRunHooks): Promise<RecoveryReport> {
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, guard, store));
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, hooks));
   } finally {
     await store?.close();
   }
 }
 
-async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined): Promise<RecoveryReport> {
+async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, store: LeaseStore | undefined, hooks: LeasedRunHooks): Promise<RecoveryReport> {
   const lease = store ? await acquireRunLease(store, options.stack) : undefined;
   try {
     const prepared = await openStack(options, []);
@@ -115,7 +115,7 @@ async function recoverOnce(options: RunOptions, specs: readonly GroupSpec[], gua
     }
     const toAdopt = new Set(adopt);
     const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
-    const up = await runOnce("up", options, groups, guard, lease);
+    const up = await runOnce("up", options, groups, guard, lease, hooks);
     await lease?.update({ adopt: [] });
     const declared = new Set(specs.map(resourceNameOf));
     return {
