@@ -100,7 +100,7 @@ describe.skipIf(process.platform !== "linux").each([
       await repaired.close();
     }
 
-    // A directory that lost every entry of shard 1: list() still shows its groups, and an up repairs the entries.
+    // A directory that lost every entry of shard 1: list() still shows its groups and writes their entries back.
     const lost = shardDirectoryFor(backendUrl, "user-groups", stack);
     try {
       if (tag === "file") {
@@ -124,6 +124,13 @@ describe.skipIf(process.platform !== "linux").each([
       expect((await fleet.list()).map((g) => [g.userGroupId, g.token])).toEqual(groups.map((g) => [g.userGroupId, before.get(g.userGroupId)]));
     } finally {
       await fleet.close();
+    }
+    // list() wrote the missing entries back from the states.
+    const relisted = shardDirectoryFor(backendUrl, "user-groups", stack);
+    try {
+      expect(await relisted.read()).toEqual(entries([0, 0, 1, 1]));
+    } finally {
+      await relisted.close();
     }
     const third = await provisionUserGroups({ ...options, groups, maxDeletes: 0 });
     expect(third.summary).toMatchObject({ create: 0, delete: 0, replace: 0 });

@@ -99,8 +99,16 @@ export class UserGroupFleet {
     if (this.closed) throw new FleetClosedError();
     try {
       // Every shard that may hold a group (the directory's, and any whose stack the backend holds): the states say what is held.
-      const shards = await (await this.shards()).allShards();
-      const held = await eachLimited(shards, shardConcurrency(), async (shard) => groupsInState(await (await this.stack(shard)).exportStack()));
+      const sharded = await this.shards();
+      const known = await sharded.directory.read();
+      const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
+        const groups = groupsInState(await (await this.stack(shard)).exportStack());
+        // A group a state holds without an entry (a directory an older version left out of step) gets one: written only
+        // where there is none, which is safe without the shard's lease (at worst a stale entry, which sends a run here).
+        const missing = groups.map((group) => group.resourceName).filter((name) => !known.has(name));
+        if (missing.length > 0) await sharded.directory.claim(missing, shard);
+        return groups;
+      });
       return held.flat().sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
       throw this.scrubbed(error);
