@@ -6,6 +6,7 @@
 // on PostgreSQL and on a file backend; shards of one group. Afterwards the
 // service, the shard states and the directory must agree, a retried ensure
 // returns the service's token, list() shows the group, and remove removes it.
+import { execFile } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
@@ -176,6 +177,73 @@ describe.skipIf(process.platform !== "linux").each(backends)("a remove racing an
       await r1.close();
       await r2.close();
     }
+    await checkAgreement(stack, backendUrl, id);
+  }, 300_000);
+});
+
+interface RaceOutcome {
+  op: string;
+  id: string;
+  at: number;
+  started: number;
+  ended: number;
+  change?: string;
+  token?: string;
+  listed?: boolean;
+  error?: string;
+  code?: string;
+}
+
+/** One replica as its own OS process (testkit/fleet-race-worker.cjs) running a timed history of calls. */
+function raceReplica(stack: string, backendUrl: string, replica: string, startAt: number, ops: { at: number; op: string; id: string }[]): Promise<RaceOutcome[]> {
+  const job = { stack, backendUrl, workDir: path.join(env.workDir, `${stack}-${replica}`), shardSize: 1, startAt, ops };
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [path.join(__dirname, "../../testkit/fleet-race-worker.cjs")],
+      {
+        env: { ...process.env, ...env.envVars, PULUMI_CONFIG_PASSPHRASE: "fleet-races", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY, FLEET_RACE_JOB: JSON.stringify(job) },
+        timeout: 240_000,
+        maxBuffer: 1 << 22,
+      },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`replica ${replica} failed: ${stderr}`));
+        else resolve((JSON.parse(stdout) as { outcomes: RaceOutcome[] }).outcomes);
+      },
+    );
+  });
+}
+
+describe.skipIf(process.platform !== "linux")("two replica processes on PostgreSQL", () => {
+  it("replica 1 removes, 1.5 s later replica 2 ensures, then each does the other: the service, states and directory agree", async () => {
+    const backendUrl = postgres.backendUrl;
+    const stack = "processes";
+    const id = "race-x-processes";
+    const setup = new UserGroupFleet(optionsOf(stack, backendUrl, "setup"));
+    try {
+      await setup.ensure({ name: "Anchor", userGroupId: "anchor-processes" });
+      await setup.ensure({ name: `Race ${id}`, userGroupId: id });
+    } finally {
+      await setup.close();
+    }
+    const startAt = Date.now() + 5_000; // both processes loaded by then
+    const [one, two] = await Promise.all([
+      raceReplica(stack, backendUrl, "p1", startAt, [
+        { at: 0, op: "remove", id },
+        { at: 9_000, op: "ensure", id },
+      ]),
+      raceReplica(stack, backendUrl, "p2", startAt, [
+        { at: 1_500, op: "ensure", id },
+        { at: 9_500, op: "remove", id },
+        { at: 12_000, op: "list", id },
+      ]),
+    ]);
+    const history = [...one!, ...two!].sort((a, b) => a.started - b.started);
+    console.log(`fleet-races processes: ${JSON.stringify(history.map(({ token: _t, ...rest }) => rest))}`);
+    // Every call succeeded (none had to be retried), and every token handed out was the service's at the time it was
+    // handed out: the one the service holds now, or one of a group removed after it.
+    for (const outcome of history) expect(outcome.error, `${outcome.op} at ${outcome.at}`).toBeUndefined();
+    expect(one![0]!.change).toBe("delete");
     await checkAgreement(stack, backendUrl, id);
   }, 300_000);
 });

@@ -1,6 +1,6 @@
 // One run of one stack under its run lease: the delete guard, the engine call
 // (or a preview answered from the state), and the run's result.
-import type { OutputMap, Stack } from "@pulumi/pulumi/automation";
+import type { Deployment, OutputMap } from "@pulumi/pulumi/automation";
 import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
 import { EngineEdgeError } from "./engine-errors";
 import { StackLockedError, withoutCredentials } from "../backend";
@@ -46,10 +46,10 @@ function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outpu
 
 /** What a caller does under the run's lease, around the run (the shard directory's claims and forgets: shards/each-shard.ts). */
 export interface LeasedRunHooks {
-  /** Before the delete guard and the engine; its error refuses the run before any change. */
-  readonly before?: (stack: Stack) => Promise<void>;
-  /** After the run, whether it succeeded or not, while the lease is still held (not once it is lost); its error is ignored. */
-  readonly after?: (stack: Stack) => Promise<void>;
+  /** Before the delete guard and the engine, with the state as read under the lease (the guard judges the same one); its error refuses the run before any change. */
+  readonly before?: (state: Deployment) => Promise<void>;
+  /** After a run that succeeded, while the lease is still held (not once it is lost); its error is ignored. */
+  readonly after?: (result: RunResult) => Promise<void>;
 }
 
 /**
@@ -85,13 +85,12 @@ export async function runOnce(
         ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
       },
       async (signal) => {
-        await hooks.before?.(prepared.stack);
-        try {
-          return await runPrepared(operation, options, specs, guard, prepared, signal);
-        } finally {
-          // A forget that failed leaves a stale entry, which only sends a later run to this shard again.
-          if (hooks.after && !signal?.aborted) await hooks.after(prepared.stack).catch(() => undefined);
-        }
+        const state = hooks.before ? await prepared.stack.exportStack() : undefined;
+        if (state) await hooks.before!(state);
+        const result = await runPrepared(operation, options, specs, guard, prepared, signal, state);
+        // A forget that failed leaves a stale entry, which only sends a later run to this shard again.
+        if (hooks.after && !signal?.aborted) await hooks.after(result).catch(() => undefined);
+        return result;
       },
     );
   } catch (error) {
@@ -109,6 +108,8 @@ async function runPrepared(
   guard: DeleteGuardOptions,
   prepared: PreparedRun,
   signal: AbortSignal | undefined,
+  /** The state as read under the lease already, if it was. */
+  state?: Deployment,
 ): Promise<RunResult> {
   const tracker = new ChangeTracker(options.onEvent);
   const common = {
@@ -122,7 +123,7 @@ async function runPrepared(
     // Mass deletion needs an explicit word, decided from the state before the engine runs.
     const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
     if ((operation === "up" || operation === "destroy") && guarded) {
-      const held = heldGroupNames(await prepared.stack.exportStack());
+      const held = heldGroupNames(state ?? (await prepared.stack.exportStack()));
       const declared = new Set(specs.map(resourceNameOf));
       const deleting = operation === "destroy" ? held : held.filter((name) => !declared.has(name));
       assertDeletionsAllowed({ operation, stack: options.stack, held: held.length, deleting }, guard);

@@ -12,7 +12,9 @@
 // a shard's state holds a group only if the directory names that shard for it.
 // A run creates a group in shard s only holding s's run lease and after
 // `claim`ing the group for s here; an entry of s is `forget`-ten only holding
-// s's run lease, after reading s's state again. Anything else reads or plans.
+// s's run lease, for a group s's state (read under that lease) does not hold or
+// that the run under it deleted. Anything else reads, plans, or writes an
+// entry only where there is none (`claim`, which at worst leaves a stale one).
 //
 // The directory lives in the backend beside the run lease: a table of ours on
 // PostgreSQL, a file (0700 directory, 0600 file) in a file backend. Other

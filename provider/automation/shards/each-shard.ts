@@ -1,7 +1,7 @@
 // A whole-set operation over the shards of a stack: which shards it touches,
 // mass deletion judged from each shard's state and declaration, a few at a
 // time, and the directory kept true under each shard's run lease.
-import type { Deployment, Stack } from "@pulumi/pulumi/automation";
+import type { Deployment } from "@pulumi/pulumi/automation";
 import { type GroupSpec, type DeleteGuardOptions, heldGroupNames, resourceNameOf, RunResult, RunOptions, Operation } from "../model";
 import { assertUserStackName, type ShardDirectory } from "./directory";
 import { eachLimited, holdersOf, planShardDeletions, shardConcurrency, ShardDirectoryConflictError, ShardedStack, type ShardPart } from "./sharded-stack";
@@ -21,30 +21,31 @@ export async function openShards(options: RunOptions): Promise<ShardedStack> {
 
 /**
  * What a run of one shard does under that shard's run lease (directory.ts, the
- * rule): before it, the entries of the groups its state holds name it (the
- * state is the truth), and the groups it may create are claimed for it (one a
- * concurrent run put in another shard meanwhile refuses the run); after it,
- * the entries of this shard whose group its state no longer holds are dropped.
+ * rule): before it, from the state as read under the lease, the entries of the
+ * groups the state holds name this shard (the state is the truth), and the
+ * groups the run may create are claimed for it (one a concurrent run put in
+ * another shard meanwhile refuses the run); after it, the entries of this
+ * shard's groups the run deleted, and of those the state did not hold and the
+ * run did not create, are dropped.
  */
 export function directoryHooks(directory: ShardDirectory, stackName: string, shard: number, declared: readonly string[]): LeasedRunHooks {
+  let stale: string[] = [];
   return {
-    before: async (stack: Stack) => {
-      const held = heldGroupNames(await stack.exportStack());
-      const mine = new Set(await directory.entriesOf(shard));
-      await directory.repair(new Map(held.filter((name) => !mine.has(name)).map((name) => [name, shard])));
+    before: async (state: Deployment) => {
+      const held = heldGroupNames(state);
       const holding = new Set(held);
-      const elsewhere = await directory.claim(
-        declared.filter((name) => !holding.has(name)),
-        shard,
-      );
+      const mine = await directory.entriesOf(shard);
+      const mineSet = new Set(mine);
+      await directory.repair(new Map(held.filter((name) => !mineSet.has(name)).map((name) => [name, shard])));
+      const wanted = declared.filter((name) => !holding.has(name));
+      const elsewhere = await directory.claim(wanted, shard);
       if (elsewhere.size > 0) throw new ShardDirectoryConflictError(stackName, [...elsewhere.keys()].sort(), "a concurrent run put these groups in another shard meanwhile; run again");
+      const creating = new Set(wanted);
+      stale = mine.filter((name) => !holding.has(name) && !creating.has(name));
     },
-    after: async (stack: Stack) => {
-      const held = new Set(heldGroupNames(await stack.exportStack()));
-      await directory.forget(
-        (await directory.entriesOf(shard)).filter((name) => !held.has(name)),
-        shard,
-      );
+    after: async (result: RunResult) => {
+      const deleted = result.groups.filter((group) => group.change === "delete").map((group) => group.resourceName);
+      await directory.forget([...new Set([...stale, ...deleted])], shard);
     },
   };
 }
