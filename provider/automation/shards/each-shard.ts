@@ -52,8 +52,9 @@ export function directoryHooks(directory: ShardDirectory, stackName: string, sha
 
 /**
  * Runs `work` on each shard a whole-set operation of `specs` touches, a few at
- * a time. An up or destroy first reads every shard's state (the shards the
- * directory names and those the backend holds): a group goes to the shard
+ * a time. An up or destroy of a stack with more than one shard (those the
+ * directory names and those the backend holds) first reads every shard's
+ * state: a group goes to the shard
  * whose state holds it, whatever the directory says; a group two states hold
  * refuses the run; mass deletion is judged from each shard's state and
  * declaration, and each shard's run gets its own guard and the directory's
@@ -81,6 +82,13 @@ export async function eachShard<T>(
       );
     }
     const candidates = await shards.allShards();
+    const hooksOf = (part: ShardPart) => directoryHooks(shards.directory, options.stack, part.shard, part.specs.map(resourceNameOf));
+    if (candidates.length === 1) {
+      // One shard holds everything there is and gets everything declared: its run judges its deletions from its own
+      // state and declaration (engine/run-once.ts), no read beforehand needed.
+      const parts = await shards.parts(specs, operation === "up");
+      if (parts.length === 1 && parts[0]!.shard === candidates[0]) return [await work(parts[0]!, guard, hooksOf(parts[0]!))];
+    }
     const states = new Map<number, Deployment | undefined>(
       await eachLimited(candidates, shardConcurrency(), async (shard) => [shard, await exportIfExists(shards.optionsOf(shard))] as const),
     );
@@ -91,9 +99,7 @@ export async function eachShard<T>(
     const guards = planShardDeletions(operation, options.stack, parts, (shard) => heldByShard.get(shard) ?? [], guard);
     // A shard made by an earlier run that never got to it has no stack: a destroy has nothing there.
     const present = operation === "destroy" ? parts.filter((part) => states.get(part.shard) !== undefined) : parts;
-    return await eachLimited(present, shardConcurrency(), (part) =>
-      work(part, guards.get(part.shard)!, directoryHooks(shards.directory, options.stack, part.shard, part.specs.map(resourceNameOf))),
-    );
+    return await eachLimited(present, shardConcurrency(), (part) => work(part, guards.get(part.shard)!, hooksOf(part)));
   } finally {
     await shards.close();
   }
