@@ -5,7 +5,7 @@ export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } f
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./engine-errors";
 export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
 export { declareGroup } from "./program";
-export { runFailure, runOnce } from "./run-once";
+export { type LeasedRunHooks, runFailure, runOnce } from "./run-once";
 export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
 export { PREVIEW_ENGINE_ENV } from "./unchanged-state";

@@ -45,12 +45,27 @@ function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outpu
   });
 }
 
+/** What a caller does under the run's lease, around the run (the shard directory's claims and forgets: shards/each-shard.ts). */
+export interface LeasedRunHooks {
+  /** Before the delete guard and the engine, with the state as read under the lease (the guard judges the same one); its error refuses the run before any change. */
+  readonly before?: (state: Deployment) => Promise<void>;
+  /** After a run that succeeded, while the lease is still held (not once it is lost); its error is ignored. */
+  readonly after?: (result: RunResult) => Promise<void>;
+}
+
 /**
  * One run of an operation under the stack's run lease (or under `held`, a lease
  * the caller already holds: recover's final up). A dead run's leftovers are
  * taken over first, except by a preview, which changes nothing.
  */
-export async function runOnce(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, held?: RunLease): Promise<RunResult> {
+export async function runOnce(
+  operation: Operation,
+  options: RunOptions,
+  specs: readonly GroupSpec[],
+  guard: DeleteGuardOptions,
+  held?: RunLease,
+  hooks: LeasedRunHooks = {},
+): Promise<RunResult> {
   // refresh and destroy never run the program; they need a stack to work on, and never make one.
   const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
   let store: LeaseStore | undefined;
@@ -70,7 +85,14 @@ export async function runOnce(operation: Operation, options: RunOptions, specs: 
         ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
         ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
       },
-      (signal) => runPrepared(operation, options, specs, guard, prepared, signal),
+      async (signal) => {
+        const state = hooks.before ? await prepared.stack.exportStack() : undefined;
+        if (state) await hooks.before!(state);
+        const result = await runPrepared(operation, options, specs, guard, prepared, signal, state);
+        // A forget that failed leaves a stale entry, which only sends a later run to this shard again.
+        if (hooks.after && !signal?.aborted) await hooks.after(result).catch(() => undefined);
+        return result;
+      },
     );
   } catch (error) {
     throw runError(error, options);
@@ -87,6 +109,8 @@ async function runPrepared(
   guard: DeleteGuardOptions,
   prepared: PreparedRun,
   signal: AbortSignal | undefined,
+  /** The state as read under the lease already, if it was. */
+  stateRead?: Deployment,
 ): Promise<RunResult> {
   const tracker = new ChangeTracker(options.onEvent);
   const common = {
@@ -99,7 +123,7 @@ async function runPrepared(
   try {
     // One read of the state before the engine runs: the provider code the engine would load from it
     // (provider-code.ts: nothing runs that this package did not write), and the delete guard.
-    const state = await prepared.stack.exportStack();
+    const state = stateRead ?? (await prepared.stack.exportStack());
     assertOwnProviderCode(state, options.stack);
     // Mass deletion needs an explicit word, decided from the state before the engine runs.
     const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;

@@ -18,6 +18,12 @@ import { FLEET_MARKER_OUTPUT } from "./fleet-stack";
 
 export type { FleetGroup } from "./fleet-state";
 
+/** How often one ensure follows its group to another shard before it fails (retryable). */
+const MAX_MOVES = 3;
+
+/** A group found in another shard's directory entry under this shard's lease: its requests go round again. */
+class GroupMoved extends Error {}
+
 export interface FleetOptions extends RunOptions {
   /** How long a run waits for a stack another run holds, in ms (default 120000; the whole-set functions default to 0). */
   readonly lockTimeoutMs?: number;
@@ -46,6 +52,8 @@ export class UserGroupFleet {
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
+  /** How often each waiting ensure was sent to another shard (a concurrent run moved its group). */
+  private readonly moves = new WeakMap<Request, number>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
 
@@ -90,8 +98,17 @@ export class UserGroupFleet {
   async list(): Promise<FleetGroup[]> {
     if (this.closed) throw new FleetClosedError();
     try {
-      const parts = await (await this.shards()).parts([], false);
-      const held = await eachLimited(parts, shardConcurrency(), async (part) => groupsInState(await (await this.stack(part.shard)).exportStack()));
+      // Every shard that may hold a group (the directory's, and any whose stack the backend holds): the states say what is held.
+      const sharded = await this.shards();
+      const known = await sharded.directory.read();
+      const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
+        const groups = groupsInState(await (await this.stack(shard)).exportStack());
+        // A group a state holds without an entry (a directory an older version left out of step) gets one: written only
+        // where there is none, which is safe without the shard's lease (at worst a stale entry, which sends a run here).
+        const missing = groups.map((group) => group.resourceName).filter((name) => !known.has(name));
+        if (missing.length > 0) await sharded.directory.claim(missing, shard);
+        return groups;
+      });
       return held.flat().sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
       throw this.scrubbed(error);
@@ -221,6 +238,7 @@ export class UserGroupFleet {
   }
 
   private async runEnsuresIn(shard: number, batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
+    const { directory } = await this.shards();
     const stack = await this.stack(shard);
     const held = new Map(groupsInState(await stack.exportStack()).map((group) => [group.resourceName, group]));
     const toRun = new Map<string, GroupSpec>();
@@ -237,11 +255,17 @@ export class UserGroupFleet {
       async (names): Promise<RunAttempt<EnsuredGroup>> => {
         const specs = new Map(names.map((name) => [name, toRun.get(name)!]));
         const outputs = new Map<string, GroupOutputs>();
+        const moved = new Map<string, number>();
         const outcome = await this.runEngine("up", shard, specs, async (tracker, signal) => {
           outputs.clear();
+          moved.clear();
+          // Under the shard's run lease: only groups the directory names this shard for may be created here (directory.ts, the rule).
+          for (const [name, other] of await directory.claim(names, shard)) moved.set(name, other);
+          const claimed = new Map([...specs].filter(([name]) => !moved.has(name)));
+          if (claimed.size === 0) return;
           await stack.up({
             program: async () => {
-              for (const [resourceName, spec] of specs) {
+              for (const [resourceName, spec] of claimed) {
                 const group = declareGroup(spec);
                 pulumi.all([group.name, group.token, group.teamId, group.apiEnvironmentTag]).apply(([name, token, teamId, apiEnvironmentTag]) => {
                   outputs.set(resourceName, { name, token, teamId, ...(apiEnvironmentTag !== undefined ? { apiEnvironmentTag } : {}) });
@@ -249,12 +273,14 @@ export class UserGroupFleet {
               }
               return { [FLEET_MARKER_OUTPUT]: true };
             },
-            ...this.targetedRun(shard, specs, tracker, signal),
+            ...this.targetedRun(shard, claimed, tracker, signal),
           });
         });
         mergeChanges(changes, outcome.tracker.changes);
         const settled = new Map<string, GroupOutcome<EnsuredGroup>>();
+        for (const name of moved.keys()) settled.set(name, { ok: false, error: new GroupMoved() });
         for (const [name, spec] of specs) {
+          if (moved.has(name)) continue;
           const got = outputs.get(name);
           const change = outcome.tracker.changes.get(name);
           const diagnostic = outcome.tracker.diagnostics.get(name);
@@ -263,8 +289,28 @@ export class UserGroupFleet {
         }
         return { settled, ...(outcome.failure ? { failure: outcome.failure } : {}) };
       },
-      { unsettledError, onSettled: (name, outcome) => this.settleRequests(batch, name, outcome) },
+      {
+        unsettledError,
+        onSettled: (name, outcome) => {
+          if (!outcome.ok && outcome.error instanceof GroupMoved) this.requeue(batch, name);
+          else this.settleRequests(batch, name, outcome);
+        },
+      },
     );
+  }
+
+  /**
+   * The batch's requests for a group that a concurrent run put in another shard
+   * while this batch waited for its shard: asked again, from the directory as it is now.
+   */
+  private requeue(batch: readonly Extract<Request, { kind: "ensure" }>[], resourceName: string): void {
+    for (const request of batch) {
+      if (request.resourceName !== resourceName) continue;
+      const moves = (this.moves.get(request) ?? 0) + 1;
+      this.moves.set(request, moves);
+      if (moves > MAX_MOVES) this.reject(request, new UserGroupsError("shard_directory_conflict", `User group "${resourceName}" kept moving between shards while this call waited (concurrent removes and ensures of it): ask again.`), batch);
+      else this.queue.push(request);
+    }
   }
 
   private async runRemoves(batch: Extract<Request, { kind: "remove" }>[]): Promise<void> {
@@ -276,15 +322,12 @@ export class UserGroupFleet {
         request.waiter.resolve(resultOf(spec, "same"));
       }
     }
-    const shards = await this.shards();
-    await eachLimited([...grouped], shardConcurrency(), async ([shard, requests]) => {
-      const deleted = await this.runRemovesIn(shard, requests);
-      await shards.directory.forget(deleted);
-    });
+    await eachLimited([...grouped], shardConcurrency(), ([shard, requests]) => this.runRemovesIn(shard, requests));
   }
 
   /** Runs the removes of one shard; answers the groups it deleted. */
   private async runRemovesIn(shard: number, batch: Extract<Request, { kind: "remove" }>[]): Promise<string[]> {
+    const { directory } = await this.shards();
     const stack = await this.stack(shard);
     const held = new Set(groupsInState(await stack.exportStack()).map((group) => group.resourceName));
     const toRemove = new Map<string, GroupSpec>();
@@ -299,7 +342,23 @@ export class UserGroupFleet {
       [...toRemove.keys()],
       async (names): Promise<RunAttempt<GroupResult>> => {
         const specs = new Map(names.map((name) => [name, toRemove.get(name)!]));
-        const outcome = await this.runEngine("destroy", shard, specs, (tracker, signal) => stack.destroy(this.targetedRun(shard, specs, tracker, signal)));
+        const outcome = await this.runEngine("destroy", shard, specs, async (tracker, signal) => {
+          try {
+            await stack.destroy(this.targetedRun(shard, specs, tracker, signal));
+          } finally {
+            // Still under the shard's run lease: entries are dropped only for groups its state, read again now, no longer holds.
+            // A forget that failed leaves a stale entry, which only sends a later run here again.
+            if (!signal?.aborted) {
+              await stack
+                .exportStack()
+                .then((deployment) => {
+                  const still = new Set(groupsInState(deployment).map((group) => group.resourceName));
+                  return directory.forget(names.filter((name) => !still.has(name)), shard);
+                })
+                .catch(() => undefined);
+            }
+          }
+        });
         const settled = new Map<string, GroupOutcome<GroupResult>>();
         for (const [name, spec] of specs) {
           const change = outcome.tracker.changes.get(name);

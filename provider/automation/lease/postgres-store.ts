@@ -96,6 +96,21 @@ export class PostgresLeaseStore implements LeaseStore {
         }
         await this.ensureTables(client);
       },
+      ownTables: [
+        { table: this.target.recordTable, columns: { stack_key: "text", record: "jsonb", updated_at: "timestamp with time zone" } },
+        {
+          table: this.target.leaseTable,
+          columns: {
+            stack_key: "text",
+            lease_id: "text",
+            epoch: "bigint",
+            run_id: "text",
+            expires_at: "timestamp with time zone",
+            released: "boolean",
+            updated_at: "timestamp with time zone",
+          },
+        },
+      ],
       unreachable: (_error, detail) => new UserGroupsError("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`),
       onDropped: () => {
         if (this.held) {

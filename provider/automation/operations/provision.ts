@@ -7,8 +7,8 @@ import { withLockWait, runOnce } from "../engine";
 
 async function run(operation: Operation, options: RunOptions & DeleteGuardOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
   const guard = validDeleteGuard(options);
-  const results = await eachShard(operation, options, specs, guard, (part, shardGuard) =>
-    withLockWait(part.options, () => runOnce(operation, part.options, part.specs, shardGuard)),
+  const results = await eachShard(operation, options, specs, guard, (part, shardGuard, hooks) =>
+    withLockWait(part.options, () => runOnce(operation, part.options, part.specs, shardGuard, undefined, hooks)),
   );
   return mergeRunResults(options.stack, results);
 }

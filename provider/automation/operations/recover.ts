@@ -17,7 +17,7 @@
 // there decides nothing.
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
 import { eachShard, mergeRunResults } from "../shards";
-import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode } from "../engine";
+import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, type LeasedRunHooks } from "../engine";
 import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore } from "../lease";
 import { LiveLockError } from "../backend";
 
@@ -69,7 +69,9 @@ export async function recoverStack(options: RecoverOptions): Promise<RecoveryRep
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
-  const reports = await eachShard("up", options, specs, guard, (part, shardGuard) => recoverShard(part.options, part.specs, shardGuard, options.rewriteProviders === true, options.breakLease === true), (report) => report.up);
+  const reports = await eachShard("up", options, specs, guard, (part, shardGuard, hooks) =>
+    recoverShard(part.options, part.specs, shardGuard, hooks, options.rewriteProviders === true, options.breakLease === true),
+  );
   return {
     removedLocks: reports.flatMap((r) => r.removedLocks),
     repairedFiles: reports.flatMap((r) => r.repairedFiles),
@@ -80,10 +82,10 @@ export async function recoverStack(options: RecoverOptions): Promise<RecoveryRep
   };
 }
 
-async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
+async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, hooks: LeasedRunHooks, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, rewriteProviders, breakLease));
+    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, hooks, rewriteProviders, breakLease));
   } finally {
     await store?.close();
   }
@@ -94,6 +96,7 @@ async function recoverOnce(
   specs: readonly GroupSpec[],
   guard: DeleteGuardOptions,
   store: LeaseStore | undefined,
+  hooks: LeasedRunHooks,
   rewriteProviders: boolean,
   breakLease: boolean,
 ): Promise<RecoveryReport> {
@@ -147,7 +150,7 @@ async function recoverOnce(
     }
     const toAdopt = new Set(adopt);
     const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
-    const up = await runOnce("up", options, groups, guard, lease);
+    const up = await runOnce("up", options, groups, guard, lease, hooks);
     await lease?.update({ adopt: [] });
     const declared = new Set(specs.map(resourceNameOf));
     return {

@@ -8,10 +8,18 @@
 // A stale entry (a create that never happened, a group deleted before its
 // entry was forgotten) only sends a later run to the right shard again.
 //
+// The rule that keeps the directory true (issue 32, "linearizable per group"):
+// a shard's state holds a group only if the directory names that shard for it.
+// A run creates a group in shard s only holding s's run lease and after
+// `claim`ing the group for s here; an entry of s is `forget`-ten only holding
+// s's run lease, for a group s's state (read under that lease) does not hold or
+// that the run under it deleted. Anything else reads, plans, or writes an
+// entry only where there is none (`claim`, which at worst leaves a stale one).
+//
 // The directory lives in the backend beside the run lease: a table of ours on
 // PostgreSQL, a file (0700 directory, 0600 file) in a file backend. Other
 // backends (Pulumi Cloud, S3, ...) are not sharded: their groups stay in one stack.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserGroupsError } from "../../wire/errors";
@@ -141,9 +149,38 @@ export interface ShardDirectory {
    * first assignment marks the directory initialized.
    */
   initialize(rootHeld: () => Promise<readonly string[] | undefined>): Promise<void>;
-  /** Drops the entries of groups that are gone (deleted by a run). */
-  forget(names: readonly string[]): Promise<void>;
+  /**
+   * Drops the entries of these groups that name `shard`. Only under that
+   * shard's run lease, for groups its state (read under the lease) does not hold.
+   */
+  forget(names: readonly string[], shard: number): Promise<void>;
+  /**
+   * Claims the names for `shard` (under its run lease, before a run that may
+   * create them): an entry is written where there is none; answers the names
+   * whose entry names another shard (not to be created here).
+   */
+  claim(names: readonly string[], shard: number): Promise<Map<string, number>>;
+  /** Sets entries as a shard's state (read under its run lease) proves them, whatever they said. */
+  repair(entries: ReadonlyMap<string, number>): Promise<void>;
+  /** The names whose entry names `shard`. */
+  entriesOf(shard: number): Promise<string[]>;
+  /** The shards other than 0 whose Pulumi stack exists in the backend, whether the directory names them or not. */
+  existingShards(): Promise<number[]>;
   close(): Promise<void>;
+}
+
+/** The stack's last name segment and project, as the backend files its stacks. */
+function stackLeaf(stack: string, project: string): { project: string; leaf: string } {
+  const parts = assertValidStackName(stack).split("/");
+  return { project: parts.length === 3 ? parts[1]! : project, leaf: parts.at(-1)! };
+}
+
+/** The shard number of a stack file or key of the backend (`<leaf>.shard-<n>.json`), if it is one of this stack's. */
+function shardOfStackFile(file: string, leaf: string): number | undefined {
+  if (!file.startsWith(`${leaf}.shard-`)) return undefined;
+  const match = /^\.shard-(\d{1,6})\.json(\.gz)?$/.exec(file.slice(leaf.length));
+  const shard = match ? Number(match[1]) : undefined;
+  return shard !== undefined && shard > 0 && shard < MAX_SHARDS ? shard : undefined;
 }
 
 /** A backend without a directory: one stack, as before shards. */
@@ -157,6 +194,16 @@ class SingleStackDirectory implements ShardDirectory {
   }
   async initialize() {}
   async forget() {}
+  async claim() {
+    return new Map<string, number>();
+  }
+  async repair() {}
+  async entriesOf() {
+    return [];
+  }
+  async existingShards() {
+    return [];
+  }
   async close() {}
 }
 
@@ -185,8 +232,8 @@ export class FileShardDirectory implements ShardDirectory {
 
   constructor(
     private readonly backendDir: string,
-    project: string,
-    stack: string,
+    private readonly project: string,
+    private readonly stack: string,
   ) {
     this.dir = path.join(backendDir, ".user-groups", "shards", project, encodeURIComponent(assertValidStackName(stack)));
   }
@@ -255,14 +302,57 @@ export class FileShardDirectory implements ShardDirectory {
     });
   }
 
-  async forget(names: readonly string[]) {
+  async forget(names: readonly string[], shard: number) {
     if (names.length === 0) return;
     await this.locked(() => {
       const data = this.load();
       const groups = { ...data.groups };
-      for (const name of names) delete groups[name];
+      for (const name of names) if (groups[name] === shard) delete groups[name];
       this.save({ ...data, groups });
     });
+  }
+
+  async claim(names: readonly string[], shard: number) {
+    return this.locked(() => {
+      const data = this.load();
+      const groups = { ...data.groups };
+      const elsewhere = new Map<string, number>();
+      let fresh = false;
+      for (const name of names) {
+        const known = groups[name];
+        if (known === undefined) {
+          groups[name] = shard;
+          fresh = true;
+        } else if (known !== shard) elsewhere.set(name, known);
+      }
+      if (fresh) this.save({ ...data, initialized: true, groups });
+      return elsewhere;
+    });
+  }
+
+  async repair(entries: ReadonlyMap<string, number>) {
+    if (entries.size === 0) return;
+    await this.locked(() => {
+      const data = this.load();
+      this.save({ ...data, initialized: true, groups: { ...data.groups, ...Object.fromEntries(entries) } });
+    });
+  }
+
+  async entriesOf(shard: number) {
+    return Object.entries(this.load().groups)
+      .filter(([, at]) => at === shard)
+      .map(([name]) => name);
+  }
+
+  async existingShards() {
+    const { project, leaf } = stackLeaf(this.stack, this.project);
+    let files: string[];
+    try {
+      files = readdirSync(path.join(this.backendDir, ".pulumi", "stacks", project));
+    } catch {
+      return [];
+    }
+    return [...new Set(files.map((file) => shardOfStackFile(file, leaf)).filter((shard): shard is number => shard !== undefined))].sort((a, b) => a - b);
   }
 
   async close() {}
@@ -285,7 +375,11 @@ export class PostgresShardDirectory implements ShardDirectory {
   private readonly stacksTable: string;
   private readonly session: PostgresSession;
 
-  constructor(backendUrl: string, project: string, stack: string) {
+  constructor(
+    backendUrl: string,
+    private readonly project: string,
+    private readonly stack: string,
+  ) {
     this.target = postgresTarget(backendUrl);
     this.stackKey = `${project}/${assertValidStackName(stack)}`;
     const schema = this.target.pulumiTable.includes(".") ? `${this.target.pulumiTable.split(".")[0]}.` : "";
@@ -299,6 +393,10 @@ export class PostgresShardDirectory implements ShardDirectory {
           `CREATE TABLE IF NOT EXISTS ${this.membersTable} (stack_key TEXT NOT NULL, resource_name TEXT NOT NULL, shard INTEGER NOT NULL, PRIMARY KEY (stack_key, resource_name))`,
           `CREATE TABLE IF NOT EXISTS ${this.stacksTable} (stack_key TEXT PRIMARY KEY, initialized_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
         ]),
+      ownTables: [
+        { table: this.membersTable, columns: { stack_key: "text", resource_name: "text", shard: "integer" } },
+        { table: this.stacksTable, columns: { stack_key: "text", initialized_at: "timestamp with time zone" } },
+      ],
       // The same error as Pulumi's own failure to reach the backend, and never its password.
       unreachable: (_error, detail) => new BackendUnreachableError("backend_unreachable", backendPlace(this.target.connectionString), detail),
     });
@@ -370,10 +468,58 @@ export class PostgresShardDirectory implements ShardDirectory {
     });
   }
 
-  async forget(names: readonly string[]) {
+  async forget(names: readonly string[], shard: number) {
     if (names.length === 0) return;
+    await this.inTransaction(async (client) => {
+      await client.query(`DELETE FROM ${this.membersTable} WHERE stack_key = $1 AND shard = $2 AND resource_name = ANY($3::text[])`, [this.stackKey, shard, [...names]]);
+    });
+  }
+
+  async claim(names: readonly string[], shard: number) {
+    return this.inTransaction(async (client) => {
+      const wanted = [...new Set(names)];
+      await this.insert(client, wanted.map((name) => [name, shard] as const));
+      await client.query(`INSERT INTO ${this.stacksTable} (stack_key) VALUES ($1) ON CONFLICT DO NOTHING`, [this.stackKey]);
+      const result = await client.query<{ resource_name: string; shard: number }>(
+        `SELECT resource_name, shard FROM ${this.membersTable} WHERE stack_key = $1 AND resource_name = ANY($2::text[]) AND shard <> $3`,
+        [this.stackKey, wanted, shard],
+      );
+      return new Map(result.rows.map((row) => [row.resource_name, row.shard]));
+    });
+  }
+
+  async repair(entries: ReadonlyMap<string, number>) {
+    if (entries.size === 0) return;
+    await this.inTransaction(async (client) => {
+      const list = [...entries];
+      await client.query(
+        `INSERT INTO ${this.membersTable} (stack_key, resource_name, shard) SELECT $1, * FROM unnest($2::text[], $3::int[])
+         ON CONFLICT (stack_key, resource_name) DO UPDATE SET shard = EXCLUDED.shard`,
+        [this.stackKey, list.map(([name]) => name), list.map(([, shard]) => shard)],
+      );
+      await client.query(`INSERT INTO ${this.stacksTable} (stack_key) VALUES ($1) ON CONFLICT DO NOTHING`, [this.stackKey]);
+    });
+  }
+
+  async entriesOf(shard: number) {
     const client = await this.connection();
-    await client.query(`DELETE FROM ${this.membersTable} WHERE stack_key = $1 AND resource_name = ANY($2::text[])`, [this.stackKey, [...names]]);
+    const result = await client.query<{ resource_name: string }>(`SELECT resource_name FROM ${this.membersTable} WHERE stack_key = $1 AND shard = $2`, [this.stackKey, shard]);
+    return result.rows.map((row) => row.resource_name);
+  }
+
+  async existingShards() {
+    const { project, leaf } = stackLeaf(this.stack, this.project);
+    const dir = `${this.target.keyPrefix}.pulumi/stacks/${project}/`;
+    const client = await this.connection();
+    // Matched here, not by LIKE ("_" is a LIKE wildcard).
+    let result: { rows: { key: string }[] };
+    try {
+      result = await client.query<{ key: string }>(`SELECT key FROM ${this.target.pulumiTable} WHERE left(key, char_length($1)) = $1`, [`${dir}${leaf}.shard-`]);
+    } catch (error) {
+      if ((error as { code?: string }).code === "42P01") return []; // no stack in this backend yet
+      throw error;
+    }
+    return [...new Set(result.rows.map((row) => shardOfStackFile(row.key.slice(dir.length), leaf)).filter((shard): shard is number => shard !== undefined))].sort((a, b) => a - b);
   }
 
   close(): Promise<void> {

@@ -1,5 +1,5 @@
 // shards/: a stack held as shards. The directory of which shard holds each
 // group (file and PostgreSQL), and whole-set runs over the shards.
 export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError, shardStackName } from "./directory";
-export { eachShard, openShards } from "./each-shard";
-export { eachLimited, mergeRunResults, shardConcurrency, type ShardedStack } from "./sharded-stack";
+export { directoryHooks, eachShard, openShards } from "./each-shard";
+export { eachLimited, mergeRunResults, shardConcurrency, ShardDirectoryConflictError, type ShardedStack } from "./sharded-stack";

@@ -4,7 +4,8 @@
 // safety is per shard exactly what it is for one stack; the results are merged
 // back into one, named by the stack the user gave.
 import { availableParallelism } from "node:os";
-import { type GroupSpec, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, type GroupResult, type Operation, type RunOptions, type RunResult, type RunSummary } from "../model";
+import { type GroupSpec, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, type GroupResult, type RunOptions, type RunResult, type RunSummary } from "../model";
+import { UserGroupsError } from "../../wire/errors";
 import { countsOf, planAssignments, type ShardDirectory, shardDirectoryFor, shardsOf, shardStackName, validShardSize, assertUserStackName } from "./directory";
 import { PROJECT_NAME } from "../engine";
 
@@ -76,21 +77,34 @@ export class ShardedStack {
   /**
    * The shards a whole-set run of `specs` touches (every shard holding a group,
    * and those the new groups go to), each with its groups. `assign` writes the
-   * new groups' shards (an up); a preview only plans them.
+   * new groups' shards (an up); a preview only plans them. `held` (a group ->
+   * the shard whose state holds it) wins over the directory, and `alsoShards`
+   * are touched even when the directory names none of their groups.
    */
-  async parts(specs: readonly GroupSpec[], assign: boolean): Promise<ShardPart[]> {
+  async parts(specs: readonly GroupSpec[], assign: boolean, held: ReadonlyMap<string, number> = new Map(), alsoShards: readonly number[] = []): Promise<ShardPart[]> {
     const names = specs.map(resourceNameOf);
-    let known = await this.directory.read();
+    let known = new Map([...(await this.directory.read()), ...held]);
     let plan: Map<string, number>;
     if (assign) {
-      plan = await this.directory.assign(names, this.shardSize);
+      plan = await this.directory.assign(
+        names.filter((name) => !held.has(name)),
+        this.shardSize,
+      );
+      for (const name of names) if (held.has(name)) plan.set(name, held.get(name)!);
       known = new Map([...known, ...plan]);
     } else {
       plan = planAssignments(known, countsOf(known), names, this.shardSize);
     }
-    const byShard = new Map<number, GroupSpec[]>(shardsOf(new Map([...known, ...plan])).map((shard) => [shard, []]));
+    const touched = [...new Set([...shardsOf(new Map([...known, ...plan])), ...alsoShards])].sort((a, b) => a - b);
+    const byShard = new Map<number, GroupSpec[]>(touched.map((shard) => [shard, []]));
     for (const spec of specs) byShard.get(plan.get(resourceNameOf(spec))!)!.push(spec);
     return [...byShard].sort(([a], [b]) => a - b).map(([shard, shardSpecs]) => ({ shard, options: this.optionsOf(shard), specs: shardSpecs }));
+  }
+
+  /** Every shard that may hold a group: those the directory names, shard 0, and those whose stack exists in the backend. */
+  async allShards(): Promise<number[]> {
+    const [known, existing] = await Promise.all([this.directory.read(), this.directory.existingShards()]);
+    return [...new Set([...shardsOf(known), ...existing])].sort((a, b) => a - b);
   }
 
   close(): Promise<void> {
@@ -99,28 +113,63 @@ export class ShardedStack {
 }
 
 /**
- * The delete guard of a whole-set run over several shards, decided across all
- * of them before any runs (each shard's run then goes unguarded): `held` reads
- * one shard's state.
+ * Two shards' states hold one group, or a run found the directory changed
+ * under it: refused before any change, so that neither copy is deleted by a
+ * run that believed the other.
  */
-export async function assertShardDeletionsAllowed(
-  operation: Operation,
+export class ShardDirectoryConflictError extends UserGroupsError {
+  constructor(
+    readonly stackName: string,
+    readonly resourceNames: readonly string[],
+    detail: string,
+  ) {
+    super("shard_directory_conflict", `Stack "${stackName}": ${detail} (${resourceNames.slice(0, 5).map((name) => JSON.stringify(name)).join(", ")}${resourceNames.length > 5 ? ` and ${resourceNames.length - 5} more` : ""}). Refused before any change: nothing was deleted.`);
+    this.name = "ShardDirectoryConflictError";
+  }
+}
+
+/** Which shard's state holds each group; a group two states hold refuses the run. */
+export function holdersOf(stack: string, heldByShard: ReadonlyMap<number, readonly string[]>): Map<string, number> {
+  const holder = new Map<string, number>();
+  const doubled = new Set<string>();
+  for (const [shard, names] of heldByShard) {
+    for (const name of names) {
+      if (holder.has(name) && holder.get(name) !== shard) doubled.add(name);
+      else holder.set(name, shard);
+    }
+  }
+  if (doubled.size > 0) {
+    throw new ShardDirectoryConflictError(stack, [...doubled].sort(), "more than one shard's state holds these groups; a person must decide which copy is the group (pulumi state delete in the other shard)");
+  }
+  return holder;
+}
+
+/**
+ * The delete guard of a whole-set up or destroy over shards: what each shard's
+ * run will delete, from that shard's state (`heldOf`) and its declaration
+ * (its part's specs), judged as one run of the whole stack; then each shard's
+ * own guard, which its run checks again from its state under its lease
+ * (engine/run-once.ts): at most the deletions judged here for it, so a state
+ * that changed in between refuses that run instead of deleting more.
+ */
+export function planShardDeletions(
+  operation: "up" | "destroy",
   stack: string,
   parts: readonly ShardPart[],
+  heldOf: (shard: number) => readonly string[],
   guard: DeleteGuardOptions,
-  held: (part: ShardPart) => Promise<Parameters<typeof heldGroupNames>[0] | undefined>,
-): Promise<void> {
+): Map<number, DeleteGuardOptions> {
+  const plans = parts.map((part) => {
+    const held = heldOf(part.shard);
+    const declared = new Set(part.specs.map(resourceNameOf));
+    return { shard: part.shard, held, deleting: operation === "destroy" ? [...held] : held.filter((name) => !declared.has(name)) };
+  });
   const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
-  if (!(operation === "up" || operation === "destroy") || !guarded) return;
-  const heldNames = (
-    await eachLimited(parts, shardConcurrency(), async (part) => {
-      const deployment = await held(part);
-      return deployment === undefined ? [] : heldGroupNames(deployment);
-    })
-  ).flat();
-  const declared = new Set(parts.flatMap((part) => part.specs.map(resourceNameOf)));
-  const deleting = operation === "destroy" ? heldNames : heldNames.filter((name) => !declared.has(name));
-  assertDeletionsAllowed({ operation, stack, held: heldNames.length, deleting: deleting.sort() }, guard);
+  if (!guarded) return new Map(plans.map((plan) => [plan.shard, guard]));
+  const held = plans.reduce((sum, plan) => sum + plan.held.length, 0);
+  assertDeletionsAllowed({ operation, stack, held, deleting: plans.flatMap((plan) => plan.deleting).sort() }, guard);
+  // Judged across the stack: a shard whose every group goes is allowed that, and no more than that.
+  return new Map(plans.map((plan) => [plan.shard, { allowDeleteAll: true, maxDeletes: Math.min(guard.maxDeletes ?? Number.MAX_SAFE_INTEGER, plan.deleting.length) }]));
 }
 
 function addSummaries(a: RunSummary, b: RunSummary): RunSummary {

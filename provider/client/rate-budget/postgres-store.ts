@@ -32,6 +32,7 @@ export class PostgresSlotStore implements SlotStore {
       connectTimeoutMs: 10_000,
       queryTimeoutMs: 10_000,
       setup: (client) => this.ensureTable(client).catch((error: unknown) => Promise.reject(unreachable(error))),
+      ownTables: [{ table, columns: { budget_id: "text", next_free: "timestamp with time zone" } }],
       // The driver's message may quote the connection: only its code travels.
       unreachable,
     });

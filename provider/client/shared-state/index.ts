@@ -7,4 +7,4 @@ export { PostgresSession, type PostgresSessionOptions, type SqlClient } from "./
 export { BackendTableNameError, isSqlName, postgresTarget, withoutSecret } from "./postgres-target";
 export { privateDirs, writePrivate } from "./private-files";
 export { processAlive } from "./processes";
-export { createTablesIfMissing } from "./tables";
+export { BackendTableUntrustedError, createTablesIfMissing, type OwnTableSpec, verifyOwnTables } from "./tables";

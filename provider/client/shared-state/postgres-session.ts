@@ -5,6 +5,7 @@
 // own error, never the driver's message with the password in it.
 import type { Client } from "pg";
 import { withoutSecret } from "./postgres-target";
+import { type OwnTableSpec, verifyOwnTables } from "./tables";
 
 /**
  * The part of a `pg` client the stores use. Written out because pg's own types are
@@ -24,6 +25,12 @@ export interface PostgresSessionOptions {
   readonly queryTimeoutMs?: number;
   /** Runs once on each new session before it is handed out; its error ends the session and is thrown as is. */
   readonly setup?: (client: SqlClient) => Promise<void>;
+  /**
+   * The tables of ours this store uses, checked after `setup` on each new
+   * session (tables.ts verifyOwnTables): one another role made or changed is
+   * refused with BackendTableUntrustedError, thrown as is.
+   */
+  readonly ownTables?: readonly OwnTableSpec[];
   /** The store's error for a failed connect: `detail` is the driver's message without the password ("connection refused" for ECONNREFUSED). */
   readonly unreachable: (error: unknown, detail: string) => Error;
   /** Told when the session in use ends behind the store's back (an error, the server closing it). */
@@ -77,6 +84,7 @@ export class PostgresSession {
     }
     try {
       await options.setup?.(client);
+      if (options.ownTables !== undefined) await verifyOwnTables(client, options.ownTables);
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
