@@ -6,12 +6,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { type GroupSpec, provisionUserGroups, type RunOptions, UserGroupFleet } from "../../provider/automation";
-import { shardDirectoryFor } from "../../provider/automation/shards/directory";
-import { holdersOf, planShardDeletions, ShardDirectoryConflictError, type ShardPart } from "../../provider/automation/shards/sharded-stack";
-import { startPostgres, type PostgresServer } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { type GroupSpec, provisionUserGroups, type RunOptions, UserGroupFleet } from "../../../provider/automation";
+import { shardDirectoryFor } from "../../../provider/automation/shards/directory";
+import { holdersOf, planShardDeletions, ShardDirectoryConflictError, type ShardPart } from "../../../provider/automation/shards/sharded-stack";
+import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "shard-guard-key-0001";
 let server: FakeServer;

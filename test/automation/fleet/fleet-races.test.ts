@@ -9,14 +9,14 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import { heldGroupNames } from "../../provider/automation/model";
-import { exportIfExists } from "../../provider/automation/engine";
-import { UserGroupFleet, type RunOptions } from "../../provider/automation";
-import { shardDirectoryFor, shardStackName } from "../../provider/automation/shards/directory";
-import type { ShardedStack } from "../../provider/automation/shards";
-import { startPostgres, type PostgresServer } from "../../testkit/postgres";
-import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
+import { type FakeServer, startFakeServer } from "../../../fake-server";
+import { heldGroupNames } from "../../../provider/automation/model";
+import { exportIfExists } from "../../../provider/automation/engine";
+import { UserGroupFleet, type RunOptions } from "../../../provider/automation";
+import { shardDirectoryFor, shardStackName } from "../../../provider/automation/shards/directory";
+import type { ShardedStack } from "../../../provider/automation/shards";
+import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
+import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
 const KEY = "fleet-races-key-0001";
 let server: FakeServer;
@@ -200,7 +200,7 @@ function raceReplica(stack: string, backendUrl: string, replica: string, startAt
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      [path.join(__dirname, "../../testkit/fleet-race-worker.cjs")],
+      [path.join(__dirname, "../../../testkit/fleet-race-worker.cjs")],
       {
         env: { ...process.env, ...env.envVars, PULUMI_CONFIG_PASSPHRASE: "fleet-races", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY, FLEET_RACE_JOB: JSON.stringify(job) },
         timeout: 240_000,
