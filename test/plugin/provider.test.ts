@@ -103,8 +103,14 @@ describe("config from the engine's Configure call", () => {
     expect(lookup("user-groups:baseUrl")).toBe("https://y.example");
   });
 
-  it("a configured provider uses config before the environment", async () => {
-    const configured = new UserGroupPluginProvider({ env: { USER_GROUPS_BASE_URL: "http://127.0.0.1:1", USER_GROUPS_API_KEY: "wrong" }, debugSink: () => {} });
+  it("a configured provider uses config before the environment, a base URL only where the environment allows it (issue #33)", async () => {
+    const refused = new UserGroupPluginProvider({ env: { USER_GROUPS_BASE_URL: "http://127.0.0.1:1", USER_GROUPS_API_KEY: "wrong" }, debugSink: () => {} });
+    refused.configure(configLookupFrom(request({ baseUrl: server.url, apiKey: secret(KEY) })));
+    await expect(refused.create(URN, await checked({ name: "Acme", userGroupId: "acme" }))).rejects.toThrow(/USER_GROUPS_ALLOWED_BASE_URLS/);
+    const configured = new UserGroupPluginProvider({
+      env: { USER_GROUPS_BASE_URL: "http://127.0.0.1:1", USER_GROUPS_ALLOWED_BASE_URLS: server.url, USER_GROUPS_API_KEY: "wrong" },
+      debugSink: () => {},
+    });
     configured.configure(configLookupFrom(request({ baseUrl: server.url, apiKey: secret(KEY) })));
     const created = await configured.create(URN, await checked({ name: "Acme", userGroupId: "acme" }));
     expect(created.id).toBe("acme");
