@@ -4,7 +4,7 @@
 // instruments, and nothing here exports anything. Attributes come only from an
 // allow-list (TelemetryAttributes): a token, API key, passphrase, password or
 // property value has no name to be recorded under. Imports nothing of ours.
-import { type Attributes, type Meter, type MeterProvider, metrics, trace, type Tracer } from "@opentelemetry/api";
+import { type Attributes, createNoopMeter, type Meter, type MeterProvider, metrics, trace, type Tracer } from "@opentelemetry/api";
 
 /** The instrumentation scope of every span and instrument of the package. */
 export const INSTRUMENTATION_SCOPE = "pulumi-user-groups";
@@ -83,20 +83,25 @@ export function packageMeter(version: string): Meter {
   return metrics.getMeter(INSTRUMENTATION_SCOPE, version);
 }
 
+/** The class of the API's no-op meter (what the meter provider gives when none is registered). */
+const NoopMeter = createNoopMeter().constructor;
+
 /**
- * Instruments made once per registered meter provider. The metrics API has no proxy:
- * a meter taken before the application registers its SDK stays a no-op, so the
- * instruments are made on first use and again whenever the global provider changes
- * (one global read per use).
+ * Instruments made once per registered meter provider, or undefined while none is
+ * (the API's no-op meter: the caller skips even building the measurement's
+ * attributes). The metrics API has no proxy: a meter taken before the application
+ * registers its SDK stays a no-op, so the instruments are made on first use and
+ * again whenever the global provider changes (one global read per use).
  */
-export function lazyInstruments<T>(version: string, create: (meter: Meter) => T): () => T {
+export function lazyInstruments<T>(version: string, create: (meter: Meter) => T): () => T | undefined {
   let provider: MeterProvider | undefined;
   let made: T | undefined;
   return () => {
     const current = metrics.getMeterProvider();
-    if (made === undefined || current !== provider) {
+    if (current !== provider) {
       provider = current;
-      made = create(current.getMeter(INSTRUMENTATION_SCOPE, version));
+      const meter = current.getMeter(INSTRUMENTATION_SCOPE, version);
+      made = meter instanceof NoopMeter ? undefined : create(meter);
     }
     return made;
   };

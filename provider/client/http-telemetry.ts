@@ -3,7 +3,7 @@
 // duration, retry, 429 and rate-budget metrics. The attempt's trace context goes
 // out in its headers (`traceparent`, by the registered propagator). With no SDK
 // registered everything here is the API's no-op: no attributes are even built.
-import { context, propagation, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, isSpanContextValid, propagation, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { allowedAttributes, errorType, lazyInstruments, packageTracer, type TelemetryAttributes } from "../telemetry";
 import { PACKAGE_VERSION } from "../version";
 import type { UserGroupApiError } from "./errors";
@@ -53,12 +53,12 @@ export class HttpTelemetry {
 
   /** The wait for a rate-budget slot (recorded whether or not a span is). */
   recordBudgetWait(ms: number): void {
-    instruments().budgetWait.record(ms / 1000);
+    instruments()?.budgetWait.record(ms / 1000);
   }
 
   /** Starts the attempt's span (a child of the active context: retries are siblings). */
   startAttempt(facts: AttemptFacts): AttemptTelemetry {
-    if (facts.attempt > 1) instruments().retries.add(1, { "http.request.method": facts.method });
+    if (facts.attempt > 1) instruments()?.retries.add(1, { "http.request.method": facts.method });
     const span = this.tracer.startSpan(facts.method, { kind: SpanKind.CLIENT });
     if (span.isRecording()) {
       span.setAttributes(
@@ -86,9 +86,9 @@ export class AttemptTelemetry {
     private readonly started: number,
   ) {}
 
-  /** The headers with the attempt's trace context added (nothing without a registered propagator). */
+  /** The headers with the attempt's trace context added (nothing without a registered propagator, nor without a trace). */
   inject<H extends Record<string, string>>(headers: H): H {
-    propagation.inject(trace.setSpan(context.active(), this.span), headers);
+    if (this.span.isRecording() || isSpanContextValid(this.span.spanContext())) propagation.inject(trace.setSpan(context.active(), this.span), headers);
     return headers;
   }
 
@@ -96,16 +96,18 @@ export class AttemptTelemetry {
   end(status: number | undefined, failure: UserGroupApiError | undefined): void {
     // error.type: the status of a 4xx/5xx answer, else the failure's code (ECONNRESET, invalid_response, ...).
     const type = failure === undefined ? undefined : errorType(status !== undefined && status >= 400 ? status : (failure.code ?? failure.kind));
-    const attributes: TelemetryAttributes = {
-      "http.request.method": this.method,
-      "server.address": this.server.address,
-      "server.port": this.server.port,
-      "http.response.status_code": status,
-      "error.type": type,
-    };
-    const { duration, rateLimited } = instruments();
-    duration.record((performance.now() - this.started) / 1000, allowedAttributes(attributes));
-    if (status === 429) rateLimited.add(1, { "http.request.method": this.method });
+    const measure = instruments();
+    if (measure !== undefined) {
+      const attributes: TelemetryAttributes = {
+        "http.request.method": this.method,
+        "server.address": this.server.address,
+        "server.port": this.server.port,
+        "http.response.status_code": status,
+        "error.type": type,
+      };
+      measure.duration.record((performance.now() - this.started) / 1000, allowedAttributes(attributes));
+      if (status === 429) measure.rateLimited.add(1, { "http.request.method": this.method });
+    }
     if (this.span.isRecording()) {
       this.span.setAttributes(allowedAttributes({ "http.response.status_code": status, "error.type": type }));
       if (type !== undefined) this.span.setStatus({ code: SpanStatusCode.ERROR });

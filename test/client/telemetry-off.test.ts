@@ -5,7 +5,7 @@ import { context, metrics, propagation, type Span, trace, type Tracer } from "@o
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { packageMeter, packageTracer } from "../../provider/telemetry";
+import { lazyInstruments, packageMeter, packageTracer } from "../../provider/telemetry";
 import { PACKAGE_VERSION } from "../../provider/version";
 
 const KEY = "telemetry-off-key-0001";
@@ -66,5 +66,7 @@ describe("telemetry with no SDK registered", () => {
     const histogram = packageMeter(PACKAGE_VERSION).createHistogram("probe");
     expect(() => histogram.record(1)).not.toThrow();
     expect(metrics.getMeterProvider().constructor.name).toBe("NoopMeterProvider");
+    // The client's instruments are not even made: it skips building a measurement's attributes.
+    expect(lazyInstruments(PACKAGE_VERSION, () => "made")()).toBeUndefined();
   });
 });
