@@ -65,9 +65,10 @@ export const DASHBOARD_HTML = `<!doctype html>
 <label>Method <select id="filter-method"><option value="">any</option><option>GET</option><option>PUT</option><option>POST</option><option>DELETE</option></select></label>
 <label>Status <input id="filter-status" placeholder="e.g. 503, 4xx, none" size="12"></label>
 <label>Group id <input id="filter-id" placeholder="contains" size="14"></label>
+<label>Trace id <input id="filter-trace" placeholder="contains" size="14"></label>
 <button type="button" id="clear-requests">Clear the journal</button>
 </form>
-<table aria-label="Requests"><thead><tr><th>time</th><th>method</th><th>status</th><th>code</th><th>environment</th><th>group</th><th>latency</th><th>fault</th></tr></thead><tbody id="requests"></tbody></table>
+<table aria-label="Requests"><thead><tr><th>time</th><th>method</th><th>status</th><th>code</th><th>environment</th><th>group</th><th>latency</th><th>fault</th><th>trace</th></tr></thead><tbody id="requests"></tbody></table>
 </section>
 </main>
 </body>
@@ -267,16 +268,25 @@ export const DASHBOARD_JS = String.raw`"use strict";
     return b !== null && typeof b === "object" && !Array.isArray(b) && typeof b.user_group_id === "string" ? b.user_group_id : "";
   }
 
+  /** The trace id (the whole traceparent as the cell's title): what a tracing backend searches by. */
+  function traceCell(entry) {
+    const td = cell(entry.traceId || "", "json trace");
+    if (entry.traceparent) td.title = "traceparent: " + entry.traceparent;
+    return td;
+  }
+
   function renderRequests() {
     const method = $("filter-method").value;
     const status = $("filter-status").value.trim().toLowerCase().replace(/x+$/, "");
     const id = $("filter-id").value;
+    const trace = $("filter-trace").value.trim().toLowerCase();
     const matching = [];
     for (let i = requests.length - 1; i >= 0; i -= 1) {
       const r = requests[i];
       if (method !== "" && r.method !== method) continue;
       if (status !== "" && !(r.status === null ? "none" : String(r.status)).startsWith(status)) continue;
       if (id !== "" && !groupIdOf(r).includes(id)) continue;
+      if (trace !== "" && !(r.traceId || "").includes(trace)) continue;
       matching.push(r);
     }
     const rows = matching.slice(0, MAX_ROWS).map((r) =>
@@ -289,10 +299,11 @@ export const DASHBOARD_JS = String.raw`"use strict";
         cell(groupIdOf(r)),
         cell(r.durationMs + " ms"),
         cell(r.fault || ""),
+        traceCell(r),
       ]),
     );
     const empty = requests.length > 0 ? "No request matches the filter." : "No requests yet.";
-    $("requests").replaceChildren(...(rows.length > 0 ? rows : [emptyRow(8, empty)]));
+    $("requests").replaceChildren(...(rows.length > 0 ? rows : [emptyRow(9, empty)]));
     $("request-count").textContent =
       matching.length > MAX_ROWS ? "newest " + MAX_ROWS + " of " + matching.length : matching.length + " of " + requests.length;
   }
@@ -378,7 +389,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
       void act("Reset: the server is as freshly started.", "POST", "reset");
     }
   });
-  for (const id of ["filter-method", "filter-status", "filter-id"]) $(id).addEventListener("input", renderRequests);
+  for (const id of ["filter-method", "filter-status", "filter-id", "filter-trace"]) $(id).addEventListener("input", renderRequests);
   $("auth").addEventListener("submit", (event) => {
     event.preventDefault();
     adminToken = $("admin-token").value;

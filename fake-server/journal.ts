@@ -19,6 +19,8 @@ const TOKEN_LIKE = /[0-9a-fA-F]{64}/g;
 export const MAX_BODY_TEXT_CHARS = 16 * 1024;
 /** Approximate bytes an entry costs beyond its strings (object, numbers, small fields). */
 const ENTRY_OVERHEAD_BYTES = 160;
+/** What a recorded traceparent and its trace id add (55 + 32 characters). */
+const TRACE_BYTES = 87;
 
 export interface JournalEntry {
   time: string;
@@ -36,6 +38,14 @@ export interface JournalEntry {
   /** The fault rule action that fired, if any. */
   fault?: string;
   durationMs: number;
+  /**
+   * The request's W3C `traceparent` header when it has exactly the W3C form
+   * (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase, ids not all zero); absent otherwise
+   * (no header, or anything else: never kept raw). See parseTraceparent.
+   */
+  traceparent?: string;
+  /** The trace id of `traceparent` (its 32 hex digits): the id a tracing backend shows. */
+  traceId?: string;
 }
 
 /**
@@ -56,6 +66,23 @@ interface RecordedEntry extends Omit<JournalEntry, "time" | "body" | "bodyPrevie
   bodyText: string | null;
   bodyTruncated: boolean;
   bytes: number;
+}
+
+/** The exact W3C Trace Context `traceparent` of version 00 (https://www.w3.org/TR/trace-context/#traceparent-header). */
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+const ZERO_TRACE_ID = "0".repeat(32);
+const ZERO_PARENT_ID = "0".repeat(16);
+
+/**
+ * A request's `traceparent` header, validated: the header and its trace id when it
+ * is exactly `00-<32 hex>-<16 hex>-<2 hex>` (lowercase, neither id all zeros, one
+ * header only), else undefined. Whatever else a client sends is never recorded.
+ */
+export function parseTraceparent(header: string | string[] | undefined): { traceparent: string; traceId: string } | undefined {
+  if (typeof header !== "string" || header.length !== 55) return undefined;
+  const match = TRACEPARENT.exec(header);
+  if (match === null || match[1] === ZERO_TRACE_ID || match[2] === ZERO_PARENT_ID) return undefined;
+  return { traceparent: header, traceId: match[1]! };
 }
 
 export function isoTime(epochMs: number): string {
@@ -96,7 +123,7 @@ export class Journal {
     const path = redactString(rest.path, secrets);
     const text = body === null ? undefined : (cleanJsonText(body, escaped) ?? redactedJsonText(body, secrets, MAX_BODY_TEXT_CHARS));
     const bodyText = text?.text ?? null;
-    const bytes = ENTRY_OVERHEAD_BYTES + path.length + (bodyText?.length ?? 0);
+    const bytes = ENTRY_OVERHEAD_BYTES + path.length + (bodyText?.length ?? 0) + (rest.traceparent === undefined ? 0 : TRACE_BYTES);
     this.entries.push({ ...rest, path, bodyText, bodyTruncated: text?.truncated ?? false, bytes });
     this.heldBytes += bytes;
     while (this.entries.length - this.head > this.capacity || (this.heldBytes > this.maxBytes && this.entries.length - this.head > 1)) {

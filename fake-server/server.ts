@@ -15,7 +15,7 @@ import { ConnectionGuard, type ConnectionStats } from "./connections.js";
 import { ApiError, errorBody, methodNotAllowed } from "./errors.js";
 import { FaultTable, faultRuleSchema, type FaultRule, type FaultRuleInput } from "./faults.js";
 import { ClientGone, lingerAfterEarlyAnswer, pathOf, sendError, sendJson } from "./http.js";
-import { Journal, isoTime, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
+import { Journal, isoTime, parseTraceparent, redactString, type JournalEntry, type RawJournalEntry } from "./journal.js";
 import { openApiJson } from "./openapi.js";
 import { resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
@@ -133,6 +133,11 @@ async function handleRequest(state: ServerState, actions: AdminActions, req: Inc
   const method = req.method ?? "";
   const isAdmin = isAdminPath(path);
   const entry: RawJournalEntry = { startedAt: Date.now(), method, path, status: null, body: null, durationMs: 0 };
+  const trace = isAdmin ? undefined : parseTraceparent(req.headers.traceparent);
+  if (trace !== undefined) {
+    entry.traceparent = trace.traceparent;
+    entry.traceId = trace.traceId;
+  }
   try {
     await route(state, actions, req, res, path, isAdmin, entry);
   } catch (error) {

@@ -27,6 +27,7 @@ import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import type { RateBudget } from "./rate-budget";
 import type { RunFence } from "./run-fence";
+import { HttpTelemetry } from "./http-telemetry";
 import { Redactor } from "./redact";
 import { assertSecureTransport } from "./transport";
 import { type AttemptOutcome, DEFAULT_RETRY_POLICY, nextRetryDelayMs, parseRetryAfterMs, type RetryPolicy } from "./retry-policy";
@@ -95,6 +96,9 @@ interface RequestInProgress {
   pacedMs: number;
   /** An earlier attempt got no usable answer and may have been carried out. */
   ambiguousEarlier: boolean;
+  /** For the next attempt's span: the wait for its rate-budget slot, and for a Retry-After before it. */
+  budgetWaitMs?: number;
+  retryAfterWaitMs?: number;
 }
 
 interface FailedAttempt {
@@ -121,6 +125,7 @@ export class UserGroupsClient {
   private readonly pacer: Pacer;
   private readonly rateBudget?: RateBudget;
   private readonly runFence?: RunFence;
+  private readonly telemetry: HttpTelemetry;
   /** A key belongs to exactly one environment (W1); learned from the first answer that says it. */
   private knownEnvironment?: Environment;
   /** W1: a read-only key gets 403 on every PUT; learned from the first such answer (R5 reads then use GET). */
@@ -149,6 +154,7 @@ export class UserGroupsClient {
     this.pacer = options.pacer ?? new Pacer(this.clock);
     this.rateBudget = options.rateBudget;
     this.runFence = options.runFence;
+    this.telemetry = new HttpTelemetry(this.origin, this.redactor.text(`${this.pathPrefix}${API_PATH}`));
   }
 
   /** Attempts at one request, the first included (USER_GROUPS_MAX_ATTEMPTS). */
@@ -253,7 +259,7 @@ export class UserGroupsClient {
       const delay = nextRetryDelayMs(this.policy, result.outcome, attempt, this.clock.now() - request.started - request.pacedMs, () => this.clock.random());
       // A final answer after a lost one: the caller may need to know an earlier attempt may have applied.
       if (delay === undefined) throw request.ambiguousEarlier && !result.failure.ambiguous ? withAmbiguity(result.failure) : result.failure;
-      await this.waitBeforeRetry(request, delay);
+      await this.waitBeforeRetry(request, delay, result.outcome.kind === "response" && result.outcome.retryAfterMs !== undefined);
     }
   }
 
@@ -282,7 +288,10 @@ export class UserGroupsClient {
     if (this.rateBudget === undefined) return;
     const before = this.clock.now();
     await this.rateBudget.acquire();
-    request.pacedMs += Math.max(0, this.clock.now() - before);
+    const waited = Math.max(0, this.clock.now() - before);
+    request.pacedMs += waited;
+    request.budgetWaitMs = waited;
+    this.telemetry.recordBudgetWait(waited);
   }
 
   /**
@@ -294,17 +303,26 @@ export class UserGroupsClient {
     // A fenced run sends nothing: the error is final for this run (its caller asks again, and the new holder serves it).
     await this.runFence?.check();
     const attemptStarted = this.clock.now();
+    const span = this.telemetry.startAttempt({
+      method: request.method,
+      attempt,
+      userGroupId: request.options.userGroupId,
+      rateBudgetWaitMs: request.budgetWaitMs,
+      retryAfterWaitMs: request.retryAfterWaitMs,
+    });
+    let status: number | undefined;
+    let failure: UserGroupApiError | undefined;
     try {
       const response = await this.agent.request({
         origin: this.origin,
         path: `${this.pathPrefix}${API_PATH}`,
         method: request.method,
-        headers: {
+        headers: span.inject({
           authorization: `Token ${this.apiKey}`,
           "content-type": "application/json",
           accept: "application/json",
           "user-agent": USER_AGENT,
-        },
+        }),
         body: request.payload,
         // undici closes the connection after a GET or DELETE that carries a body
         // (in case the server ignores it) unless told not to. This API reads the
@@ -314,11 +332,18 @@ export class UserGroupsClient {
         headersTimeout: this.timeouts.headersMs,
         bodyTimeout: this.timeouts.bodyMs,
       });
+      status = response.statusCode;
       const text = await response.body.text();
-      return this.classifyAnswer(request, schema, attempt, attemptStarted, response.statusCode, response.headers, text);
+      const result = this.classifyAnswer(request, schema, attempt, attemptStarted, response.statusCode, response.headers, text);
+      if (!result.done) failure = result.failure;
+      return result;
     } catch (error) {
-      if (error instanceof UserGroupApiError) throw error;
-      return this.classifyNetworkFailure(request, attempt, attemptStarted, error);
+      if (error instanceof UserGroupApiError) throw (failure = error);
+      const result = this.classifyNetworkFailure(request, attempt, attemptStarted, error);
+      if (!result.done) failure = result.failure;
+      return result;
+    } finally {
+      span.end(status, failure);
     }
   }
 
@@ -414,9 +439,11 @@ export class UserGroupsClient {
   }
 
   /** The retry delay, or longer when the pacer has no slot sooner, then a budget slot; pacing time is not held against the retry budget. */
-  private async waitBeforeRetry(request: RequestInProgress, delay: number): Promise<void> {
+  private async waitBeforeRetry(request: RequestInProgress, delay: number, afterRetryAfter: boolean): Promise<void> {
     const wait = this.pacer.reserve(this.clock.now() + delay);
     request.pacedMs += wait - delay;
+    request.retryAfterWaitMs = afterRetryAfter ? wait : undefined;
+    request.budgetWaitMs = undefined;
     this.debug(`retrying ${request.method} in ${wait} ms`);
     await this.clock.sleep(wait);
     await this.takeBudgetSlot(request);

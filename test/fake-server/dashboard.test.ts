@@ -199,6 +199,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("the dashboard in a real browser", () 
       "a",
       expect.stringMatching(/ ms$/),
       "status",
+      "",
     ]);
     expectOk(await call(server, "GET", { name: "A", user_group_id: "a" }), "GET");
 
@@ -261,10 +262,12 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("the dashboard in a real browser", () 
     problems = problems.filter((p) => !p.includes("status of 400"));
   });
 
-  it("shows the journal newest first, live, filtered by method, status and id", async () => {
+  it("shows the journal newest first, live, filtered by method, status, id and trace id", async () => {
     await createGroup(server, "alpha");
     await createGroup(server, "bravo");
-    await call(server, "PUT", { user_group_id: "alpha", name: "Alpha 2" });
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const traceparent = `00-${traceId}-00f067aa0ba902b7-01`;
+    await call(server, "PUT", { user_group_id: "alpha", name: "Alpha 2" }, { headers: { traceparent } });
     await call(server, "GET", { user_group_id: "" });
     await open();
     const column = (n: number) => page.locator("#requests tr td:nth-child(" + String(n) + ")").allInnerTexts();
@@ -287,6 +290,14 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("the dashboard in a real browser", () 
     expect(await page.locator("#request-count").innerText()).toBe("2 of 5");
     await page.locator("#filter-id").fill("zzz");
     expect(await page.locator("#requests").innerText()).toBe("No request matches the filter.");
+    await page.locator("#filter-id").fill("");
+
+    // The trace id (the whole traceparent in the cell's title), and a filter by it.
+    expect(await column(9)).toEqual(["", "", traceId, "", ""]);
+    expect(await page.locator("#requests tr td:nth-child(9)").nth(2).getAttribute("title")).toBe(`traceparent: ${traceparent}`);
+    await page.locator("#filter-trace").fill(traceId.slice(4, 16).toUpperCase());
+    expect(await column(2)).toEqual(["PUT"]);
+    expect(await page.locator("#request-count").innerText()).toBe("1 of 5");
   });
 
   it("resets the server after asking, and shows the rate limit's state", async () => {
