@@ -1,6 +1,7 @@
 // The UserGroup resource as a Pulumi program declares it (CONTRACT.md).
 import * as pulumi from "@pulumi/pulumi";
 import type { UserGroupInputs, UserGroupOutputs } from "../logic/inputs";
+import { reservedValueProblems } from "../logic/reserved-values";
 import { UserGroupsError } from "../wire/errors";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
@@ -48,6 +49,25 @@ export class ImportNotSupportedError extends UserGroupsError {
   }
 }
 
+/**
+ * A value of the program's own that Pulumi would not read as data (an
+ * unknown-value marker, a signature key, ...): the engine would drop it or read
+ * it as something else. Outputs and promises are checked by the provider's check.
+ */
+export class ReservedInputError extends UserGroupsError {
+  constructor(
+    readonly resourceName: string,
+    readonly problems: readonly string[],
+  ) {
+    super("reserved_value", `UserGroup "${resourceName}": ${problems.join("; ")}`);
+    this.name = "ReservedInputError";
+  }
+}
+
+function isOutputOrPromise(value: object): boolean {
+  return pulumi.Output.isInstance(value) || typeof (value as { then?: unknown }).then === "function";
+}
+
 /** The outputs' shape, from the schema of what the state holds. */
 type Held = Required<UserGroupOutputs>;
 
@@ -76,6 +96,9 @@ export class UserGroup extends pulumi.CustomResource {
   constructor(name: string, args: UserGroupArgs, opts?: pulumi.CustomResourceOptions) {
     // Before anything is registered; the import id is not quoted (it may be anything, a token included).
     if (opts?.import !== undefined) throw new ImportNotSupportedError(name);
+    // A value the program wrote itself is plain data: every unknown marker is refused (a computed one is an output).
+    const reserved = reservedValueProblems(args as unknown as Record<string, unknown>, { unknownValues: "refuse", skip: isOutputOrPromise });
+    if (reserved.length > 0) throw new ReservedInputError(name, reserved.map((problem) => problem.message));
     const props = {
       ...args,
       token: undefined,
