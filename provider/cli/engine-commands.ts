@@ -26,6 +26,7 @@ import { UntrustedWorkspaceError } from "../automation/workspace";
 import { scrubText, secretValuesOf } from "../automation/stack-config";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
+import { withCreateDetails } from "./change-lines";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { describeTakeover, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
@@ -120,7 +121,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
       throw new FleetStackError(args.stack, args.operation);
     }
     if (changing && !args.yes) {
-      const preview = args.operation === "up" ? await previewUserGroups(options(withGroups)) : undefined;
+      const preview = args.operation === "up" ? withCreateDetails(await previewUserGroups(options(withGroups)), groups) : undefined;
       endProgress();
       // Refused before asking: the up itself would refuse it after the yes.
       if (preview) assertDeletionsAllowed({ operation: "preview", stack: args.stack, ...plannedDeletionsOf(preview) }, guard);
@@ -136,7 +137,8 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
         return EXIT_OK;
       }
     }
-    const result = await runOperation(args, io, options(withGroups));
+    // A new group's row shows what it declares (from the groups file): what a reviewer approves.
+    const result = withCreateDetails(await runOperation(args, io, options(withGroups)), groups);
     endProgress();
     if (args.json) printJson(io, jsonDocument(result, args.showSecrets));
     else io.stdout(`${formatTable(result)}\n`);

@@ -249,13 +249,13 @@ describe("examples/gitops workflow", () => {
     const preview = await runJob("preview");
     expect(preview.code, preview.output).toBe(0);
     for (const stepEnv of preview.stepEnvs) for (const [, key] of apiKeys) expect(Object.values(stepEnv)).not.toContain(key);
-    expect(preview.output).toMatch(/3 create/);
+    expect(preview.output).toMatch(/3 to create/);
     expect(server.groups()).toEqual([]);
     expect(server.journal()).toEqual([]);
     const [comment, ...more] = botComments();
     expect(more).toEqual([]);
     expect(comment!.body).toContain("**3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged**");
-    expect(comment!.body).toContain("| default.acme | create | new group |");
+    expect(comment!.body).toContain('| default.acme | create | new group; name: "Acme Corp"; userGroupId: "acme"; mapping.sales: "warehouse-eu"; properties.plan: "enterprise"; properties.region: "eu" |');
     expect(comment!.body).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
 
     // The next push: the same comment, now saying what this push would do.
@@ -284,7 +284,7 @@ describe("examples/gitops workflow", () => {
     const apply = await runJob("apply");
     expect(apply.code, apply.output).toBe(0);
     expect(server.groups().map((g) => `${g.environment}/${g.user_group_id}`).sort()).toEqual(["Customer/acme", "Customer/globex", "Testing/acme"]);
-    expect(readFileSync(apply.stepSummary, "utf8")).toContain("### user-groups: Applied of stack `prod`");
+    expect(readFileSync(apply.stepSummary, "utf8")).toContain("### user-groups: Applied to stack `prod`");
   });
 
   it("says so on the pull request when the preview fails (the job fails too)", async () => {
