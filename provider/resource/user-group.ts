@@ -2,6 +2,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { UserGroupInputs, UserGroupOutputs } from "../logic/inputs";
 import { reservedValueProblems } from "../logic/reserved-values";
+import { assertNodeVersion } from "../node-version";
 import { UserGroupsError } from "../wire/errors";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
@@ -64,6 +65,16 @@ export class ReservedInputError extends UserGroupsError {
   }
 }
 
+/**
+ * Marks an error the program cannot go on from as Pulumi's RunError (the SDK
+ * recognises one by this flag, across copies of the SDK): Pulumi then prints
+ * its message alone, without "unhandled exception" and a stack trace.
+ */
+function asRunError<T>(error: T): T {
+  if (error instanceof UserGroupsError) Object.defineProperty(error, "__pulumiRunError", { value: true, enumerable: false });
+  return error;
+}
+
 function isOutputOrPromise(value: object): boolean {
   return pulumi.Output.isInstance(value) || typeof (value as { then?: unknown }).then === "function";
 }
@@ -94,11 +105,17 @@ export class UserGroup extends pulumi.CustomResource {
   declare readonly apiEnvironmentTag: pulumi.Output<Held["apiEnvironmentTag"]>;
 
   constructor(name: string, args: UserGroupArgs, opts?: pulumi.CustomResourceOptions) {
-    // Before anything is registered; the import id is not quoted (it may be anything, a token included).
-    if (opts?.import !== undefined) throw new ImportNotSupportedError(name);
-    // A value the program wrote itself is plain data: every unknown marker is refused (a computed one is an output).
-    const reserved = reservedValueProblems(args as unknown as Record<string, unknown>, { unknownValues: "refuse", skip: isOutputOrPromise });
-    if (reserved.length > 0) throw new ReservedInputError(name, reserved.map((problem) => problem.message));
+    try {
+      // The program runs on the node Pulumi will start the dynamic provider with: a too old one is named before anything is registered.
+      assertNodeVersion(`UserGroup "${name}": pulumi-user-groups`);
+      // Before anything is registered; the import id is not quoted (it may be anything, a token included).
+      if (opts?.import !== undefined) throw new ImportNotSupportedError(name);
+      // A value the program wrote itself is plain data: every unknown marker is refused (a computed one is an output).
+      const reserved = reservedValueProblems(args as unknown as Record<string, unknown>, { unknownValues: "refuse", skip: isOutputOrPromise });
+      if (reserved.length > 0) throw new ReservedInputError(name, reserved.map((problem) => problem.message));
+    } catch (error) {
+      throw asRunError(error);
+    }
     const props = {
       ...args,
       token: undefined,

@@ -160,7 +160,7 @@ describe("user-groups CLI", () => {
     writeFileSync(json, JSON.stringify({ groups: [{ name: "A", userGroupId: "a" }] }));
     const run = await cliPrinted("preview", "--file", json, "--stack", "json");
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/1 create/);
+    expect(run.stdout).toMatch(/1 to create/);
   });
 
   it("refuses a second concurrent run of one stack from another process, and the state stays sound", async () => {
