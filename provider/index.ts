@@ -5,7 +5,8 @@
  */
 import type * as HttpClientModule from "./client/http-client";
 
-export { ImportNotSupportedError, type InputMembers, UserGroup, type UserGroupArgs } from "./resource/user-group";
+export { ImportNotSupportedError, type InputMembers, ReservedInputError, UserGroup, type UserGroupArgs } from "./resource/user-group";
+export { MINIMUM_NODE_MAJOR, NodeTooOldError } from "./node-version";
 export type { ClientOptions, Timeouts } from "./client/http-client";
 export type { Clock } from "./clock";
 export { type ApiErrorDetails, type FailureKind, UserGroupApiError } from "./client/errors";

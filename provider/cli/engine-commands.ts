@@ -7,6 +7,7 @@ import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type Group
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
+import { withCreateDetails } from "./change-lines";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { describeTakeover, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
@@ -131,7 +132,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
       throw new FleetStackError(args.stack, args.operation);
     }
     if (changing && !args.yes) {
-      const preview = args.operation === "up" ? await previewUserGroups(options(withGroups)) : undefined;
+      const preview = args.operation === "up" ? withCreateDetails(await previewUserGroups(options(withGroups)), groups) : undefined;
       endProgress();
       // Refused before asking: the up itself would refuse it after the yes.
       if (preview) assertDeletionsAllowed({ operation: "preview", stack: args.stack, ...plannedDeletionsOf(preview) }, guard);
@@ -154,7 +155,8 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
       endProgress();
       assertAsReviewed(reviewed, plannedChangesOf(now, groups ?? [], resourceNameOf), "a preview now finds other changes than the reviewed one");
     }
-    const result = await runOperation(args, io, options(withGroups));
+    // A new group's row shows what it declares (from the groups file): what a reviewer approves.
+    const result = withCreateDetails(await runOperation(args, io, options(withGroups)), groups);
     endProgress();
     const plan = args.operation === "preview" || args.operation === "up" ? reviewedPlanOf(args.stack, plannedChangesOf(result, groups ?? [], resourceNameOf)) : undefined;
     if (args.json) printJson(io, jsonDocument(result, args.showSecrets, plan?.digest));

@@ -5,7 +5,7 @@
 // comment over 65,536 characters) and never a token: only names, changes and
 // field names are written.
 import type { DriftReport, GroupResult, RunResult } from "../automation/internal";
-import { changeLines } from "./change-lines";
+import { changeLines, fieldChangeLines } from "./change-lines";
 import { markdownCell, markdownCode } from "./markdown-text";
 
 export { markdownCell, markdownCode } from "./markdown-text";
@@ -33,15 +33,29 @@ function boundedTable(head: string[], rows: string[], tail: string[], maxChars: 
   return [...out, ...tail].join("\n");
 }
 
-const TITLES: Record<RunResult["operation"], string> = { preview: "Preview", up: "Applied", refresh: "Refresh", destroy: "Destroy" };
+/** What a run did (or, for a preview, would do) to a stack, as a heading. */
+const TITLES: Record<RunResult["operation"], string> = {
+  preview: "Preview of stack",
+  up: "Applied to stack",
+  refresh: "Refreshed stack",
+  destroy: "Destroyed stack",
+};
+
+/** `1 to create, ...` for a preview; `1 created, ...` for what a run did. */
+export function countsText(result: RunResult): string {
+  const s = result.summary;
+  const counts: Array<[number, string, string]> = [
+    [s.create, "to create", "created"],
+    [s.update, "to update", "updated"],
+    [s.replace, "to replace", "replaced"],
+    [s.delete, "to delete", "deleted"],
+  ];
+  const done = result.operation !== "preview";
+  return [...counts.map(([n, planned, past]) => `${n} ${done ? past : planned}`), `${s.same} unchanged`].join(", ");
+}
 
 export function runSummaryMarkdown(result: RunResult, maxChars = MAX_SUMMARY_CHARS): string {
-  const s = result.summary;
-  const head = [
-    `### user-groups: ${TITLES[result.operation]} of stack ${markdownCode(result.stack)}`,
-    "",
-    `**${s.create} to create, ${s.update} to update, ${s.replace} to replace, ${s.delete} to delete, ${s.same} unchanged**`,
-  ];
+  const head = [`### user-groups: ${TITLES[result.operation]} ${markdownCode(result.stack)}`, "", `**${countsText(result)}**`];
   const changed = result.groups.filter((g) => g.change !== "same" && g.change !== "read" && g.change !== "refresh");
   if (changed.length === 0) return [...head, "", "No changes."].join("\n") + "\n";
   head.push("", "| Group | Change | What changes |", "| --- | --- | --- |");
@@ -49,6 +63,11 @@ export function runSummaryMarkdown(result: RunResult, maxChars = MAX_SUMMARY_CHA
   const unchanged = result.groups.length - changed.length;
   const tail = unchanged > 0 ? ["", `${unchanged} unchanged ${unchanged === 1 ? "group" : "groups"} not listed.`] : [];
   return `${boundedTable(head, rows, tail, maxChars)}\n`;
+}
+
+/** A drift's detail, then each differing input old -> new (properties key by key). */
+export function driftDetail(drift: DriftReport["drift"][number]): string[] {
+  return [drift.detail, ...fieldChangeLines(drift.fieldChanges ?? [])];
 }
 
 export function driftSummaryMarkdown(report: DriftReport, maxChars = MAX_SUMMARY_CHARS): string {
@@ -62,6 +81,6 @@ export function driftSummaryMarkdown(report: DriftReport, maxChars = MAX_SUMMARY
     "| Group | Drift | Detail |",
     "| --- | --- | --- |",
   );
-  const rows = report.drift.map((d) => `| ${markdownCell(d.resourceName)} | ${d.kind} | ${markdownCell(d.detail)} |`);
+  const rows = report.drift.map((d) => `| ${markdownCell(d.resourceName)} | ${d.kind} | ${driftDetail(d).map((line) => markdownCell(line)).join("; ")} |`);
   return `${boundedTable(head, rows, [], maxChars)}\n`;
 }

@@ -4,6 +4,7 @@
 import type { DriftReport, RunResult } from "../automation/internal";
 import { changeLines } from "./change-lines";
 import { CHANGE_SYMBOL } from "./progress";
+import { countsText, driftDetail } from "./summary";
 import { terminalText } from "./terminal-text";
 
 function columns(header: string[], cells: string[][]): string[] {
@@ -21,16 +22,14 @@ export function formatTable(result: RunResult): string {
     g.change,
     g.teamId !== undefined ? String(g.teamId) : "",
   ]);
-  const s = result.summary;
-  const counts = `${s.create} create, ${s.update} update, ${s.replace} replace, ${s.delete} delete, ${s.same} unchanged`;
   const [header, ...lines] = columns(["GROUP", "PROFILE", "ENVIRONMENT", "CHANGE", "TEAM ID"], rows);
-  // Under each updated, replaced or deleted group: what changes, old -> new (a new group needs no more than its row).
+  // Under each created, updated, replaced or deleted group: what it declares, or what changes, old -> new.
   const withDetails = lines.flatMap((line, i) => {
     const group = result.groups[i]!;
-    const details = group.change === "update" || group.change === "replace" || group.change === "delete" ? changeLines(group) : [];
-    return [line, ...details.map((detail) => `      ${detail}`)];
+    const details = ["create", "update", "replace", "delete"].includes(group.change) ? changeLines(group).filter((detail) => detail !== "new group") : [];
+    return [line, ...details.map((detail) => `      ${terminalText(detail)}`)];
   });
-  return [header!, ...withDetails, "", `${result.operation} of stack "${result.stack}": ${counts}`].join("\n");
+  return [header!, ...withDetails, "", `${result.operation} of stack "${terminalText(result.stack)}": ${countsText(result)}`].join("\n");
 }
 
 export function formatDriftTable(report: DriftReport): string {
@@ -39,5 +38,8 @@ export function formatDriftTable(report: DriftReport): string {
     : `drift of stack "${report.stack}": ${report.drift.length} ${report.drift.length === 1 ? "difference" : "differences"} in ${report.checked} groups read (nothing changed)`;
   if (report.inSync) return verdict;
   const rows = report.drift.map((d) => [d.resourceName, d.kind, d.detail]);
-  return [...columns(["GROUP", "DRIFT", "DETAIL"], rows), "", verdict].join("\n");
+  const [header, ...lines] = columns(["GROUP", "DRIFT", "DETAIL"], rows);
+  // Under each drift: every differing input, old -> new (properties key by key).
+  const withDetails = lines.flatMap((line, i) => [line, ...driftDetail(report.drift[i]!).slice(1).map((detail) => `      ${terminalText(detail)}`)]);
+  return [header!, ...withDetails, "", verdict].join("\n");
 }

@@ -167,6 +167,22 @@ function credentialHints(caller: string | undefined, configKeys: { baseUrl: stri
   };
 }
 
+/**
+ * Why a refresh or destroy may miss config the user has just set, and the fix.
+ * Pulumi runs them with the provider configuration the last `pulumi up`
+ * recorded in the state (its default provider's inputs), not the stack's
+ * current config, unless the program runs too (`--run-program`), which records
+ * the current one. Only for a plain Pulumi run: the `user-groups` command and
+ * the library pass credentials in the environment of every run.
+ */
+export function recordedConfigHint(operation: "refresh" | "destroy", env: NodeJS.ProcessEnv): string {
+  if (env[ENV_HINTS] !== undefined) return "";
+  return (
+    ` If you set it with \`pulumi config set\` after the last \`pulumi up\`: \`pulumi ${operation}\` runs with the configuration that up recorded in the state, ` +
+    `not the stack's current one; run \`pulumi ${operation} --run-program\` (it runs the program, which records the current configuration) or \`pulumi up\` once.`
+  );
+}
+
 /** `user-groups:allowInsecureHttp` true in stack config, or USER_GROUPS_ALLOW_INSECURE_HTTP=1 (or true). */
 export function allowsInsecureHttp(config: ConfigLookup, env: NodeJS.ProcessEnv): boolean {
   const configured = config(`${CONFIG_NAMESPACE}:allowInsecureHttp`);

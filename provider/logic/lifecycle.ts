@@ -7,7 +7,7 @@ import type { UserGroupsClient } from "../client/http-client";
 import { rateBudgetFromEnv } from "../client/rate-budget";
 import { runFenceFromEnv } from "../client/run-fence";
 import { tuningFromEnv } from "../client/tuning";
-import { type ConfigLookup, resolveCredentials } from "./credentials";
+import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";
 import { type CheckedInputs, type CheckResult, checkInputs, type UserGroupOutputs } from "./inputs";
 import { createUserGroup, deleteUserGroup, readUserGroup, type ReadOutcome, updateUserGroup } from "./operations";
@@ -66,7 +66,7 @@ export class UserGroupLifecycle {
 
   read(olds: Record<string, unknown>): Promise<ReadOutcome> {
     const held = olds as unknown as UserGroupOutputs;
-    return readUserGroup(this.clientFor(held.profile), held);
+    return readUserGroup(this.clientFor(held.profile, "refresh"), held);
   }
 
   update(olds: Record<string, unknown>, news: Record<string, unknown>): Promise<UserGroupOutputs> {
@@ -76,11 +76,19 @@ export class UserGroupLifecycle {
 
   delete(olds: Record<string, unknown>): Promise<void> {
     const held = olds as unknown as UserGroupOutputs;
-    return deleteUserGroup(this.clientFor(held.profile), held);
+    return deleteUserGroup(this.clientFor(held.profile, "destroy"), held);
   }
 
-  private clientFor(profile: string | undefined): UserGroupsClient {
-    const { baseUrl, apiKey, allowInsecureHttp } = resolveCredentials(profile, this.config, this.surroundings.env);
+  /** `stateOnly`: an operation Pulumi runs with the provider config the state recorded (a refresh or a destroy without the program). */
+  private clientFor(profile: string | undefined, stateOnly?: "refresh" | "destroy"): UserGroupsClient {
+    const { baseUrl, apiKey, allowInsecureHttp } = (() => {
+      try {
+        return resolveCredentials(profile, this.config, this.surroundings.env);
+      } catch (error) {
+        if (stateOnly === undefined || !(error instanceof MissingCredentialsError)) throw error;
+        throw new MissingCredentialsError(`${error.message}${recordedConfigHint(stateOnly, this.surroundings.env)}`);
+      }
+    })();
     const cacheKey = `${baseUrl}\u0000${apiKey}\u0000${allowInsecureHttp}`;
     let client = this.clients.get(cacheKey);
     if (!client) {

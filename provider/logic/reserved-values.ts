@@ -16,6 +16,27 @@ export const SIGNATURE_KEY = "4dabf18193072939515e22adb298388d";
 /** Pulumi's marker for a value not known until apply (preview of a computed input). */
 export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
+/**
+ * Every string the engine reads as a value not known yet, by the type it stands
+ * for (`Unknown*Value` in sdk/go/common/resource/plugin/rpc.go of pulumi/pulumi;
+ * test/logic/unknown-values.test.ts reads them from there). The Node.js SDK
+ * writes only the string one for a computed input; the engine turns any of the
+ * seven, wherever it meets it, into an unknown and drops the value.
+ */
+export const UNKNOWN_VALUES: Readonly<Record<string, string>> = Object.freeze({
+  "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7": "bool",
+  "3eeb2bf0-c639-47a8-9e75-3b44932eb421": "number",
+  [UNKNOWN_VALUE]: "string",
+  "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2": "array",
+  "030794c1-ac77-496b-92df-f27374a8bd58": "asset",
+  "e48ece36-62e2-4504-bad9-02848725956a": "archive",
+  "dd056dcd-154b-4c76-9bd3-c8f88648b5ff": "object",
+});
+
+function isUnknownMarker(value: string): boolean {
+  return Object.prototype.hasOwnProperty.call(UNKNOWN_VALUES, value);
+}
+
 /** Deepest nesting accepted below an input (`properties: {}` is 1): far above any real use, far below what a recursive parser survives (~3000). */
 export const MAX_INPUT_DEPTH = 256;
 
@@ -37,12 +58,16 @@ export interface ReservedValueProblem {
 
 export interface ReservedValueOptions {
   /**
-   * "pass": a string equal to the unknown marker is a value still unknown
-   * (the provider's check during a preview of a computed input). "refuse":
-   * plain data, where no computed input can exist (a spec from a caller or a
-   * groups file).
+   * "pass": a string equal to the SDK's unknown marker (UNKNOWN_VALUE) is a
+   * value still unknown (the provider's check during a preview of a computed
+   * input); the engine's six other markers are refused, since no computed input
+   * of a Node.js program is ever written as one. "refuse": plain data, where no
+   * computed input can exist (a spec from a caller or a groups file): all seven
+   * are refused.
    */
   readonly unknownValues: "pass" | "refuse";
+  /** Objects not walked (a program's outputs and promises: their values are not known here). */
+  readonly skip?: (value: object) => boolean;
 }
 
 function childPath(path: string, key: string): string {
@@ -50,8 +75,8 @@ function childPath(path: string, key: string): string {
 }
 
 function stringProblem(value: string, path: string, options: ReservedValueOptions): string | undefined {
-  if (value === UNKNOWN_VALUE && options.unknownValues === "refuse") {
-    return `${path} is Pulumi's unknown-value marker "${UNKNOWN_VALUE}": Pulumi would read it as a value not known yet, not as data`;
+  if (isUnknownMarker(value) && (value !== UNKNOWN_VALUE || options.unknownValues === "refuse")) {
+    return `${path} is Pulumi's unknown-value marker "${value}": Pulumi would read it as a value not known yet, not as data`;
   }
   if (LONE_SURROGATE.test(value)) return `${path} is not Unicode text (it holds a lone surrogate): Pulumi would store U+FFFD in its place`;
   return undefined;
@@ -62,7 +87,7 @@ function keyProblem(key: string, objectPath: string): string | undefined {
   if (key === SIGNATURE_KEY) {
     return `${objectPath} holds the key "${SIGNATURE_KEY}", which Pulumi reserves: it would read this object as an asset, archive, secret or resource reference, not as data`;
   }
-  if (key === UNKNOWN_VALUE) return `${objectPath} holds the key "${UNKNOWN_VALUE}", Pulumi's unknown-value marker, which Pulumi reserves`;
+  if (isUnknownMarker(key)) return `${objectPath} holds the key "${key}", Pulumi's unknown-value marker, which Pulumi reserves`;
   if (LONE_SURROGATE.test(key)) return `${childPath(objectPath, key)} is a key that is not Unicode text (it holds a lone surrogate): Pulumi would store U+FFFD in its place`;
   return undefined;
 }
@@ -84,7 +109,7 @@ export function reservedValueProblems(inputs: Readonly<Record<string, unknown>>,
       if (message !== undefined) problems.push({ path, message });
       continue;
     }
-    if (value === null || typeof value !== "object" || seen.has(value)) continue;
+    if (value === null || typeof value !== "object" || seen.has(value) || options.skip?.(value) === true) continue;
     seen.add(value);
     if (depth >= MAX_INPUT_DEPTH) {
       problems.push({ path, message: `${path} is nested deeper than ${MAX_INPUT_DEPTH} levels` });

@@ -3,7 +3,8 @@
 // so refresh and destroy always run the installed package's code. Each method
 // is a thin shell over ../logic/lifecycle.ts, which the provider plugin
 // (../plugin) runs too.
-import { saveCompileCache } from "../compile-cache"; // first: it covers the modules loaded after it
+import "./require-node"; // first: on a Node.js older than 22, say so instead of failing obscurely later
+import { saveCompileCache } from "../compile-cache"; // it covers the modules loaded after it
 import type * as pulumi from "@pulumi/pulumi";
 import { PROCESS_ENVIRONMENT, type ProviderEnvironment, UserGroupLifecycle } from "../logic/lifecycle";
 import { watchEngineOfThisProcess } from "./engine-watchdog";

@@ -1,6 +1,8 @@
 // The UserGroup resource as a Pulumi program declares it (CONTRACT.md).
 import * as pulumi from "@pulumi/pulumi";
 import type { UserGroupInputs, UserGroupOutputs } from "../logic/inputs";
+import { reservedValueProblems } from "../logic/reserved-values";
+import { assertNodeVersion } from "../node-version";
 import { UserGroupsError } from "../wire/errors";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
@@ -48,6 +50,35 @@ export class ImportNotSupportedError extends UserGroupsError {
   }
 }
 
+/**
+ * A value of the program's own that Pulumi would not read as data (an
+ * unknown-value marker, a signature key, ...): the engine would drop it or read
+ * it as something else. Outputs and promises are checked by the provider's check.
+ */
+export class ReservedInputError extends UserGroupsError {
+  constructor(
+    readonly resourceName: string,
+    readonly problems: readonly string[],
+  ) {
+    super("reserved_value", `UserGroup "${resourceName}": ${problems.join("; ")}`);
+    this.name = "ReservedInputError";
+  }
+}
+
+/**
+ * Marks an error the program cannot go on from as Pulumi's RunError (the SDK
+ * recognises one by this flag, across copies of the SDK): Pulumi then prints
+ * its message alone, without "unhandled exception" and a stack trace.
+ */
+function asRunError<T>(error: T): T {
+  if (error instanceof UserGroupsError) Object.defineProperty(error, "__pulumiRunError", { value: true, enumerable: false });
+  return error;
+}
+
+function isOutputOrPromise(value: object): boolean {
+  return pulumi.Output.isInstance(value) || typeof (value as { then?: unknown }).then === "function";
+}
+
 /** The outputs' shape, from the schema of what the state holds. */
 type Held = Required<UserGroupOutputs>;
 
@@ -74,8 +105,17 @@ export class UserGroup extends pulumi.CustomResource {
   declare readonly apiEnvironmentTag: pulumi.Output<Held["apiEnvironmentTag"]>;
 
   constructor(name: string, args: UserGroupArgs, opts?: pulumi.CustomResourceOptions) {
-    // Before anything is registered; the import id is not quoted (it may be anything, a token included).
-    if (opts?.import !== undefined) throw new ImportNotSupportedError(name);
+    try {
+      // The program runs on the node Pulumi will start the dynamic provider with: a too old one is named before anything is registered.
+      assertNodeVersion(`UserGroup "${name}": pulumi-user-groups`);
+      // Before anything is registered; the import id is not quoted (it may be anything, a token included).
+      if (opts?.import !== undefined) throw new ImportNotSupportedError(name);
+      // A value the program wrote itself is plain data: every unknown marker is refused (a computed one is an output).
+      const reserved = reservedValueProblems(args as unknown as Record<string, unknown>, { unknownValues: "refuse", skip: isOutputOrPromise });
+      if (reserved.length > 0) throw new ReservedInputError(name, reserved.map((problem) => problem.message));
+    } catch (error) {
+      throw asRunError(error);
+    }
     const props = {
       ...args,
       token: undefined,

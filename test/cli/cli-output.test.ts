@@ -196,7 +196,7 @@ describe("formatTable", () => {
         "+ default.acme            default  Customer     create  7",
         "  testing.acme-long-name  testing               same",
         "",
-        'up of stack "prod": 1 create, 0 update, 0 replace, 0 delete, 1 unchanged',
+        'up of stack "prod": 1 created, 0 updated, 0 replaced, 0 deleted, 1 unchanged',
       ].join("\n"),
     );
   });
@@ -235,7 +235,7 @@ describe("formatTable", () => {
         "- default.old   default               delete",
         '      deleted (no longer declared; was "Old Co"): the group and its token are gone at once',
         "",
-        'preview of stack "prod": 0 create, 1 update, 0 replace, 1 delete, 0 unchanged',
+        'preview of stack "prod": 0 to create, 1 to update, 0 to replace, 1 to delete, 0 unchanged',
       ].join("\n"),
     );
   });

@@ -58,7 +58,7 @@ describe("user-groups CLI", () => {
     expect(preview.code, preview.stderr).toBe(0);
     expect(preview.stdout).toMatch(/\+ default\.acme\s+default\s+create/);
     expect(preview.stdout).toMatch(/\+ testing\.acme\s+testing\s+create/);
-    expect(preview.stdout).toMatch(/3 create, 0 update, 0 replace, 0 delete, 0 unchanged/);
+    expect(preview.stdout).toMatch(/3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged/);
     expect(server.groups()).toEqual([]);
 
     const check = await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes");
@@ -141,7 +141,7 @@ describe("user-groups CLI", () => {
     writeFileSync(json, JSON.stringify({ groups: [{ name: "A", userGroupId: "a" }] }));
     const run = await cliPrinted("preview", "--file", json, "--stack", "json");
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/1 create/);
+    expect(run.stdout).toMatch(/1 to create/);
   });
 
   it("refuses a second concurrent run of one stack from another process, and the state stays sound", async () => {

@@ -248,13 +248,13 @@ describe("examples/gitops workflow", () => {
     const preview = await runJob("preview");
     expect(preview.code, preview.output).toBe(0);
     for (const stepEnv of preview.stepEnvs) for (const [, key] of apiKeys) expect(Object.values(stepEnv)).not.toContain(key);
-    expect(preview.output).toMatch(/3 create/);
+    expect(preview.output).toMatch(/3 to create/);
     expect(server.groups()).toEqual([]);
     expect(server.journal()).toEqual([]);
     const [comment, ...more] = botComments();
     expect(more).toEqual([]);
     expect(comment!.body).toContain("**3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged**");
-    expect(comment!.body).toContain("| default.acme | create | new group |");
+    expect(comment!.body).toContain('| default.acme | create | new group; name: "Acme Corp"; userGroupId: "acme"; mapping.sales: "warehouse-eu"; properties.plan: "enterprise"; properties.region: "eu" |');
     // The summary, and the plan it showed (base64 in an HTML comment) for the apply on merge.
     expect(comment!.body).toMatch(/\n<!-- user-groups-plan:[A-Za-z0-9+/=]+ -->\n$/);
     expect(comment!.body.replace(/\n<!-- user-groups-plan:[A-Za-z0-9+/=]+ -->\n$/, "")).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
@@ -300,7 +300,7 @@ describe("examples/gitops workflow", () => {
     const apply = await runJob("apply");
     expect(apply.code, apply.output).toBe(0);
     expect(server.groups().map((g) => `${g.environment}/${g.user_group_id}`).sort()).toEqual(["Customer/acme", "Customer/globex", "Testing/acme"]);
-    expect(readFileSync(apply.stepSummary, "utf8")).toContain("### user-groups: Applied of stack `prod`");
+    expect(readFileSync(apply.stepSummary, "utf8")).toContain("### user-groups: Applied to stack `prod`");
   });
 
   it("says so on the pull request when the preview fails (the job fails too)", async () => {

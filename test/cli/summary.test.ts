@@ -42,7 +42,7 @@ describe("runSummaryMarkdown", () => {
         "| Group | Change | What changes |",
         "| --- | --- | --- |",
         "| default.acme | update | name, properties |",
-        "| default.globex | replace | replaced: userGroupId changed |",
+        "| default.globex | replace | replaced (userGroupId changed): a new group and token; the old token stops working at once |",
         "| default.initech | update | token rotation (the old token stops working at once) |",
         "| default.new | create | new group |",
         "| default.old | delete | deleted (no longer declared): the group and its token are gone at once |",
@@ -84,7 +84,7 @@ describe("runSummaryMarkdown", () => {
   });
 
   it("says so when nothing changes", () => {
-    expect(runSummaryMarkdown(result([group("a", "same")], "up"))).toMatch(/Applied of stack `prod`[\s\S]*0 to create[\s\S]*No changes\./);
+    expect(runSummaryMarkdown(result([group("a", "same")], "up"))).toMatch(/Applied to stack `prod`[\s\S]*0 created, 0 updated, 0 replaced, 0 deleted, 1 unchanged[\s\S]*No changes\./);
   });
 
   it("stays under 60,000 characters for a big fleet, with a line for the rest", () => {

@@ -28,6 +28,7 @@ const SHIPPED = [
   /^docs\/[^/]+\.md$/,
   /^docs\/openapi\.json$/,
   /^docs\/perf-[a-z-]+\.svg$/,
+  /^docs\/dashboard\.png$/,
   /^schema\/[^/]+\.schema\.json$/,
 ];
 

@@ -25,6 +25,8 @@ const instances: Record<string, Error> = {
   ),
   UserGroupExistsError: new entry.UserGroupExistsError("acme", "Customer"),
   MissingCredentialsError: new entry.MissingCredentialsError("no key"),
+  ReservedInputError: new entry.ReservedInputError("acme", ["rotationTrigger is Pulumi's unknown-value marker"]),
+  NodeTooOldError: new entry.NodeTooOldError("needs Node.js 22"),
   GroupsValidationError: new automation.GroupsValidationError([{ entry: 0, problem: "name is required" }]),
   StackLockedError: new automation.StackLockedError("dev", { cause }),
   StackLockTimeoutError: new automation.StackLockTimeoutError("dev", 1000, { cause }),

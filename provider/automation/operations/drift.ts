@@ -10,7 +10,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/user-group";
-import { type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
+import { type FieldChange, type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
 import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure } from "../engine";
 import { withoutCredentials } from "../backend";
@@ -31,6 +31,8 @@ export interface GroupDrift {
   readonly kind: DriftKind;
   /** What differs, for a person; never a token. */
   readonly detail: string;
+  /** Each differing input: old is the state's (or the service's, for the file), new the service's (or the file's). */
+  readonly fieldChanges?: readonly FieldChange[];
 }
 
 export interface DriftReport {
@@ -64,8 +66,8 @@ export interface ServiceGroup {
 const sameJson = (a: unknown, b: unknown) => isDeepStrictEqual(a ?? null, b ?? null);
 const quoted = (text: string) => JSON.stringify(text);
 
-function entry(resourceName: string, spec: Pick<GroupSpec, "userGroupId" | "profile">, kind: DriftKind, detail: string): GroupDrift {
-  return { resourceName, userGroupId: spec.userGroupId, ...(spec.profile !== undefined ? { profile: spec.profile } : {}), kind, detail };
+function entry(resourceName: string, spec: Pick<GroupSpec, "userGroupId" | "profile">, kind: DriftKind, detail: string, changes?: FieldChange[]): GroupDrift {
+  return { resourceName, userGroupId: spec.userGroupId, ...(spec.profile !== undefined ? { profile: spec.profile } : {}), kind, detail, ...(changes ? { fieldChanges: changes } : {}) };
 }
 
 /**
@@ -82,13 +84,13 @@ export function compareDrift(
   for (const group of state) {
     if (!service.has(group.resourceName)) continue; // not read (should not happen): say nothing rather than guess
     const now = service.get(group.resourceName);
-    const add = (kind: DriftKind, detail: string) => drift.push(entry(group.resourceName, group.inputs, kind, detail));
+    const add = (kind: DriftKind, detail: string, changes?: FieldChange[]) => drift.push(entry(group.resourceName, group.inputs, kind, detail, changes));
     if (now === undefined) {
       add("deleted", "deleted on the service; up would create it again (new token and team id)");
       continue;
     }
-    if (now.name !== group.name) add("renamed", `name ${quoted(group.name)} in the state, ${quoted(now.name)} on the service`);
-    if (!sameJson(now.properties, group.properties)) add("properties changed", "properties on the service differ from the state");
+    if (now.name !== group.name) add("renamed", `name ${quoted(group.name)} in the state, ${quoted(now.name)} on the service`, [{ field: "name", old: group.name, new: now.name }]);
+    if (!sameJson(now.properties, group.properties)) add("properties changed", "properties on the service differ from the state", [{ field: "properties", old: group.properties, new: now.properties }]);
     if (now.token !== undefined && group.token !== undefined && now.token !== group.token) {
       add("token rotated", "the token was rotated out of band; the state's token no longer works");
     }
@@ -104,12 +106,13 @@ export function compareDrift(
         continue;
       }
       const now = service.get(resourceName);
-      const differences: string[] = [];
-      if (spec.name !== (now?.name ?? recorded.name)) differences.push("name");
-      if (!isDeepStrictEqual(spec.mapping ?? {}, recorded.inputs.mapping ?? {})) differences.push("mapping");
-      if (!sameJson(spec.properties, now?.properties ?? recorded.properties)) differences.push("properties");
-      if ((spec.rotationTrigger ?? null) !== (recorded.inputs.rotationTrigger ?? null)) differences.push("rotationTrigger");
-      if (differences.length > 0) drift.push(entry(resourceName, spec, "differs from file", `up would change ${differences.join(", ")}`));
+      const differences: FieldChange[] = [];
+      const differ = (field: string, old: unknown, now: unknown) => differences.push({ field, ...(old !== undefined ? { old } : {}), ...(now !== undefined ? { new: now } : {}) });
+      if (spec.name !== (now?.name ?? recorded.name)) differ("name", now?.name ?? recorded.name, spec.name);
+      if (!isDeepStrictEqual(spec.mapping ?? {}, recorded.inputs.mapping ?? {})) differ("mapping", recorded.inputs.mapping, spec.mapping);
+      if (!sameJson(spec.properties, now?.properties ?? recorded.properties)) differ("properties", now?.properties ?? recorded.properties, spec.properties);
+      if ((spec.rotationTrigger ?? null) !== (recorded.inputs.rotationTrigger ?? null)) differ("rotationTrigger", recorded.inputs.rotationTrigger, spec.rotationTrigger);
+      if (differences.length > 0) drift.push(entry(resourceName, spec, "differs from file", `up would change ${differences.map((d) => d.field).join(", ")}`, differences));
     }
     for (const group of state) {
       if (!declared.has(group.resourceName)) drift.push(entry(group.resourceName, group.inputs, "not in file", "in the state, not in the file; up would delete it"));

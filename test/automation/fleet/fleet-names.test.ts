@@ -167,6 +167,6 @@ describe("user-groups up --file: the same ids, and an upgrade from plain names",
 
     const second = await cli("preview", "--expect-no-changes");
     expect(second.code, `${second.stdout}\n${second.stderr}`).toBe(0);
-    expect(second.stdout).toMatch(new RegExp(`0 create, 0 update, 0 replace, 0 delete, ${SAFE.length + SYNTAX.length} unchanged`));
+    expect(second.stdout).toMatch(new RegExp(`0 to create, 0 to update, 0 to replace, 0 to delete, ${SAFE.length + SYNTAX.length} unchanged`));
   });
 });

@@ -145,7 +145,7 @@ describe("an up that deletes", () => {
   it("with --allow-delete-all, the empty file deletes every group", async () => {
     const run = await cli("up", "--file", "empty.yaml", "--stack", "prod", "--yes", "--allow-delete-all", "--max-deletes", "3");
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/0 create, 0 update, 0 replace, 3 delete, 0 unchanged/);
+    expect(run.stdout).toMatch(/0 created, 0 updated, 0 replaced, 3 deleted, 0 unchanged/);
     expect(held()).toEqual([]);
   });
 });
