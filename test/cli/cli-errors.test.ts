@@ -118,7 +118,7 @@ describe("outside text reaches the terminal escaped (issue #23 item 5)", () => {
       })
       .finally(() => vi.unstubAllEnvs());
     expect(code, screen).toBe(0);
-    expect(asked).toMatch(/2 create[\s\S]*Apply these changes\? \[y\/N\] $/);
+    expect(asked).toMatch(/2 to create[\s\S]*Apply these changes\? \[y\/N\] $/);
     expect(screen + asked).not.toMatch(UNSAFE);
     expect(screen).toMatch(/nothing was changed/);
     expect(server.journal()).toEqual([]);
