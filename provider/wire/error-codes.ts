@@ -91,6 +91,9 @@ export const ERROR_CODES = {
   },
 
   // ---- provider/automation/engine ----
+  api_key_rejected: { meaning: "every group of the run failed because the service rejected the API key (HTTP 401): set a current key", thrownBy: "automation/engine EngineEdgeError", exit: 1 },
+  service_unreachable: { meaning: "every group of the run failed because nothing answered at the base URL (refused, reset, not found): check the URL and the service", thrownBy: "automation/engine EngineEdgeError", exit: 1 },
+  service_timeout: { meaning: "every group of the run failed because the service did not answer in time: check the service and its reachability", thrownBy: "automation/engine EngineEdgeError", exit: 1 },
   pulumi_cli_missing: { meaning: "no `pulumi` on PATH; install it and put it on PATH", thrownBy: "automation/engine PulumiCliMissingError", exit: 1 },
   missing_passphrase: { meaning: "PULUMI_CONFIG_PASSPHRASE unset or empty (a fork's pull request gets empty secrets)", thrownBy: "automation/engine MissingPassphraseError", exit: 1 },
   wrong_passphrase: { meaning: "the passphrase is not the one the stack was created with", thrownBy: "automation/engine WrongPassphraseError", exit: 1 },

@@ -6,6 +6,7 @@ import { diffUserGroup } from "../../logic/diff";
 import type { CheckedInputs } from "../../logic/inputs";
 import { nameOfUrn, GroupChange, FieldChange, GroupEvent, Operation } from "../model";
 import { UserGroupsError } from "../../wire/errors";
+import { EngineEdgeError } from "./engine-errors";
 
 const GROUP_TYPE_SUFFIX = ":UserGroup";
 
@@ -196,4 +197,46 @@ export function baseUrlNotAllowed(tracker: ChangeTracker): BaseUrlNotAllowedErro
     return at < 0 ? [] : [line.slice(at)];
   });
   return texts.length === 0 ? undefined : new BaseUrlNotAllowedError([...new Set(texts)].join("\n"));
+}
+
+/** What the HTTP client's failures say (client/errors.ts describeFailure), by what a pipeline does about each. */
+const SERVICE_FAILURES = [
+  { code: "api_key_rejected", pattern: /failed after \d+ attempts?: HTTP 401\b/ },
+  { code: "service_timeout", pattern: /no answer from \S+ \((?:ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)\)/ },
+  { code: "service_unreachable", pattern: /no answer from \S+ \((?:ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR_SOCKET)\)/ },
+] as const;
+
+/** The base URL a client failure names (`(GET https://x/api/user)`), for the message. */
+const FAILED_URL = /\((?:GET|POST|PUT|DELETE) (\S+)\/api\/user\)/;
+
+/**
+ * When every group of a run failed for one reason the service gave (the key
+ * rejected, no answer, a timeout): one error for the run, with a code a
+ * pipeline can branch on and what to do, instead of the same line per group.
+ */
+export function serviceFailure(tracker: ChangeTracker, stackName: string): EngineEdgeError | undefined {
+  const texts = [...tracker.diagnostics.values()];
+  if (texts.length === 0 || tracker.runDiagnostics.length > 0) return undefined;
+  const kind = SERVICE_FAILURES.find((candidate) => texts.every((text) => candidate.pattern.test(text)));
+  if (kind === undefined) return undefined;
+  const url = FAILED_URL.exec(texts[0]!)?.[1] ?? "the service";
+  const groups = texts.length === 1 ? "its group" : `each of its ${texts.length} groups`;
+  const where = `The run on stack "${stackName}" failed for ${groups} because`;
+  switch (kind.code) {
+    case "api_key_rejected":
+      return new EngineEdgeError("api_key_rejected", `${where} ${url} rejected the API key (HTTP 401): it is wrong, revoked or rotated.`, {
+        cli: "Set USER_GROUPS_API_KEY (or the profile's USER_GROUPS_API_KEY_<PROFILE>) to a current key of that environment.",
+        library: "Give the provider a current key (USER_GROUPS_API_KEY in `envVars`, or stack config).",
+      });
+    case "service_timeout":
+      return new EngineEdgeError("service_timeout", `${where} ${url} did not answer in time, on every attempt.`, {
+        cli: "Check that the service is up and reachable from this runner (USER_GROUPS_BASE_URL); USER_GROUPS_HTTP_TIMEOUT_MS sets the wait. Then run again.",
+        library: "Check that the service is up and reachable (USER_GROUPS_BASE_URL); then run again.",
+      });
+    case "service_unreachable":
+      return new EngineEdgeError("service_unreachable", `${where} nothing answered at ${url} (refused, reset or not found), on every attempt.`, {
+        cli: "Check USER_GROUPS_BASE_URL and that the service is up and reachable from this runner; then run again.",
+        library: "Check USER_GROUPS_BASE_URL and that the service is up and reachable; then run again.",
+      });
+  }
 }

@@ -10,7 +10,7 @@ import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
 import { underRunLease } from "./takeover";
 import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
 import { assertOwnProviderCode } from "./provider-code";
-import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials } from "./change-tracker";
+import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
 import { PreparedRun, openStack, runError } from "./open-stack";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
@@ -174,7 +174,7 @@ export function runFailure(operation: Operation, options: RunOptions, tracker: C
   const translated = runError(error, options);
   const secrets = secretValuesOf(options);
   const lines = tracker.failureLines().map((line) => scrubText(line, secrets));
-  const refusal = missingCredentials(tracker) ?? baseUrlNotAllowed(tracker);
+  const refusal = missingCredentials(tracker) ?? baseUrlNotAllowed(tracker) ?? serviceFailure(tracker, options.stack);
   if (refusal !== undefined) return refusal;
   // Where the run never started (a wrong passphrase), the engine's lines only repeat that.
   if (translated instanceof StackLockedError || translated instanceof EngineEdgeError || lines.length === 0) return translated;
