@@ -224,7 +224,8 @@ export function checkHistory(history: readonly Op[], final: FinalState, options:
       if (!isRetryableError(op.error ?? { message: "" })) failures.push(`${describeOp(op)}: error code ${op.error?.code ?? "(none)"} is not retryable`);
       const retries = retriesOf.get(op.index) ?? [];
       if (retries.length > 0) retried += 1;
-      if (!retries.some((r) => r.outcome === "ok")) {
+      // A retry that failed is reported with the call it retried.
+      if (op.retryOf === undefined && !retries.some((r) => r.outcome === "ok")) {
         failures.push(`${describeOp(op)}: ${retries.length === 0 ? "never retried" : `its retry did not succeed (${retries.map(describeOp).join("; ")})`}`);
       }
     } else if (op.outcome === undefined || op.outcome === "info") {
