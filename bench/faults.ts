@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { startFakeServer } from "../fake-server/index.js";
 import { startPostgres } from "../testkit/postgres.js";
-import { AWAITING_FENCING, AWAITING_RACE_FIX, type Backend, FAULT_KINDS, type FaultKind } from "../testkit/jepsen/fault-kinds.js";
+import { AWAITING_FENCING, AWAITING_RACE_FIX, AWAITING_TORN_READ_FIX, type Backend, FAULT_KINDS, type FaultKind } from "../testkit/jepsen/fault-kinds.js";
 import { describeHistory, runHistory } from "../testkit/jepsen/run-history.js";
 import { startToxiproxy } from "../testkit/jepsen/toxiproxy.js";
 
@@ -83,7 +83,7 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
           worker,
           env,
           ids: Array.from({ length: 6 }, (_, i) => `b${rows.length}-g${i}`),
-          shardSize: 3,
+          ...(fault === "race" || fault === "none" ? { shardSize: 3 } : {}),
           removeFrom: fault === "race" ? "any" : "owner",
           warmupMs: 10_000,
           faultMs: faultHeldMs,
@@ -96,7 +96,7 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
         rows.push({
           backend,
           fault,
-          awaiting: AWAITING_FENCING.has(key) ? "wt/lease" : AWAITING_RACE_FIX.has(key) ? "wt/races" : "",
+          awaiting: AWAITING_FENCING.has(key) ? "wt/lease" : AWAITING_RACE_FIX.has(key) ? "wt/races" : AWAITING_TORN_READ_FIX.has(key) ? "torn read" : "",
           faultHeldMs,
           calls: result.ops.length,
           ok: v.counts.ok,
@@ -131,7 +131,7 @@ const seconds = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).t
 
 export function faultsMarkdown(results: { seed: number; rows: readonly FaultRow[] }): string {
   const lines = [
-    `Seed ${results.seed} (BENCH_FAULTS_SEED). Three replicas, 6 colliding ids, shards of 3; the fault lands while r1 is in an engine run. ` +
+    `Seed ${results.seed} (BENCH_FAULTS_SEED). Three replicas, 6 colliding ids, one stack (shards of 3 for none and race); the fault lands while r1 is in an engine run. ` +
       "\"served again\": from the fault to the first call another replica got served by an engine run (a create or a delete); " +
       "\"probe\": a fresh create another replica asked for at the fault's start. A pause or partition that lasts longer than 30 s tests issue 32's bound (another replica serves within 30 s).",
     "",

@@ -146,6 +146,16 @@ describe("the fault histories' checker", () => {
     expect(checkHistory(history, final(), { observations: observed }).unanswered).toEqual([expect.stringContaining("info (no answer)")]);
   });
 
+  it("exempts a killed replica's unanswered calls, but wants each retried with success", () => {
+    const history = [...withRetry(validHistory())];
+    history.push(op("r2", "ensure", "x", 6_000, undefined, "info"));
+    const notRetried = checkHistory(history, final(), { observations: observed, crashed: new Set(["r2"]) });
+    expect(notRetried.unanswered).toEqual([]);
+    expect(notRetried.failures).toEqual([expect.stringContaining("a call of a killed replica, never retried with success")]);
+    history.push({ ...ensureOk("r3", "x", 7_000, 8_000, T1, "same"), index: history.length, retryOf: history.length - 1 });
+    expect(problemsOf(checkHistory(history, final(), { observations: observed, crashed: new Set(["r2"]) }))).toEqual([]);
+  });
+
   it("takes an error's own retryable flag over the code list", () => {
     expect(isRetryableError({ code: "stack_lock_timeout" })).toBe(true);
     expect(isRetryableError({ code: "user_group_exists" })).toBe(false);

@@ -23,7 +23,8 @@
 // - failures: a failed call's error must be retryable (retryable.ts), and a
 //             retry of it (an op with `retryOf`) must have succeeded;
 // - unanswered: a call that never answered (info) although the history ran
-//             on long after every fault healed.
+//             on long after every fault healed (a killed replica's calls are
+//             exempt, but must have been retried with success elsewhere).
 import type { Op, ServiceObservation } from "./history";
 import { describeOp } from "./history";
 import { isRetryableError } from "./retryable";
@@ -63,6 +64,12 @@ export interface CheckOptions {
   readonly sampleSlackMs?: number;
   /** Ids the check is about (default: every id the history names). Other service groups are ignored. */
   readonly ids?: ReadonlySet<string>;
+  /**
+   * Replicas that were killed: their unanswered calls died with them (their
+   * callers' connections broke), so they are not "unanswered"; each must have
+   * been retried (as its caller would) with success, like a failed call.
+   */
+  readonly crashed?: ReadonlySet<string>;
 }
 
 export interface Verdict {
@@ -229,7 +236,11 @@ export function checkHistory(history: readonly Op[], final: FinalState, options:
         failures.push(`${describeOp(op)}: ${retries.length === 0 ? "never retried" : `its retry did not succeed (${retries.map(describeOp).join("; ")})`}`);
       }
     } else if (op.outcome === undefined || op.outcome === "info") {
-      unanswered.push(describeOp(op));
+      if (!options.crashed?.has(op.process)) unanswered.push(describeOp(op));
+      else if (op.retryOf === undefined && !(retriesOf.get(op.index) ?? []).some((r) => r.outcome === "ok")) {
+        failures.push(`${describeOp(op)}: a call of a killed replica, never retried with success`);
+      }
+      if ((retriesOf.get(op.index) ?? []).length > 0) retried += 1;
     }
   }
 

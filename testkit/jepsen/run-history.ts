@@ -165,13 +165,14 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     return p;
   };
   const cleanups: Array<() => Promise<void> | void> = [];
+  const crashed = new Set<string>();
   try {
     await Promise.all(replicas.map((r) => r.whenReady()));
     log(`history ${options.label}: ${names.length} replicas ready (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
     // The load: each replica one call at a time, ids drawn from the small set.
     const loop = async (replica: Replica) => {
-      while (loading) {
+      while (loading && replica.alive) {
         const pick = rand();
         const f: OpKind = pick < removeShare ? "remove" : pick < removeShare + 0.12 ? "list" : "ensure";
         const at = Math.floor(rand() * ids.length);
@@ -202,7 +203,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
       case "race":
         break;
       case "kill": {
-        fault = recorder.faultStarted("kill", "r1");
+        fault = recorder.faultStarted("kill", "r1", "SIGKILL of r1's process group and every process under it");
+        crashed.add("r1");
         r1.kill();
         break;
       }
@@ -268,8 +270,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     if (!drained) for (const r of replicas) r.cut();
     void probe;
 
-    // Retries of every failed call, from a replica that is up (r1 when it lives: it was healed).
-    const failed = recorder.ops.filter((op) => op.outcome === "fail");
+    // Retries of every failed call (and of a killed replica's unanswered ones), from a replica that is up (r1 when it lives: it was healed).
+    const failed = recorder.ops.filter((op) => op.outcome === "fail" || (op.outcome === "info" && crashed.has(op.process)));
     const up = replicas.filter((r) => r.alive);
     if (failed.length > 0) log(`history ${options.label}: retrying ${failed.length} failed calls`);
     const retries = failed.map((op, i) => {
@@ -297,7 +299,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const maxShard = Math.max(0, ...directory.values()) + Math.ceil(allIds.size / (options.shardSize ?? 250)) + 1;
   const shards = await readShardStates({ stack, backendUrl: options.backendUrl, workDir: path.join(options.workRoot, `${options.label}-checker`), envVars: checkerEnv }, maxShard);
   const final: FinalState = { service: server.groups().filter((g) => allIds.has(g.user_group_id)), shards, directory };
-  const verdict = checkHistory(recorder.ops, final, { observations: recorder.observations, ids: allIds });
+  const verdict = checkHistory(recorder.ops, final, { observations: recorder.observations, ids: allIds, crashed });
   const problems = problemsOf(verdict);
   const probeOp = recorder.ops.find((op) => op.id === probeId && op.retryOf === undefined);
   const faultEvent = recorder.faults[0];
