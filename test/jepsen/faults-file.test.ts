@@ -36,8 +36,8 @@ const HISTORIES: ReadonlyArray<{ kind: FaultKind; faultMs: number; serveWithinMs
   { kind: "kill", faultMs: 0, serveWithinMs: 30_000 },
   { kind: "slow-disk", faultMs: 12_000 },
   // Held past 30 s: another replica must serve before the fault heals.
-  { kind: "pause", faultMs: 35_000, serveWithinMs: 30_000 },
-  { kind: "stall-node", faultMs: 35_000, serveWithinMs: 30_000 },
+  { kind: "pause", faultMs: 32_000, serveWithinMs: 30_000 },
+  { kind: "stall-node", faultMs: 32_000, serveWithinMs: 30_000 },
   { kind: "race", faultMs: 0 },
 ];
 
@@ -62,7 +62,7 @@ describe.skipIf(process.platform !== "linux")("fault histories on a file backend
         faultMs,
         afterMs: 5_000,
         // A slow request for the stalled node: its engine goes on for this long while its lease is not renewed.
-        ...(kind === "stall-node" ? { holdDelayMs: 30_000 } : {}),
+        ...(kind === "stall-node" ? { holdDelayMs: 32_000 } : {}),
         seed: Number(process.env["JEPSEN_SEED"] ?? 32),
         log: (line) => console.log(line),
       });

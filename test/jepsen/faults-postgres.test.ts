@@ -40,8 +40,8 @@ const HISTORIES: ReadonlyArray<{ kind: FaultKind; faultMs: number; serveWithinMs
   { kind: "partition-reset", faultMs: 12_000, serveWithinMs: 30_000 },
   { kind: "partition-refuse", faultMs: 12_000, serveWithinMs: 30_000 },
   // Held past 30 s: another replica must serve before the fault heals.
-  { kind: "pause", faultMs: 40_000, serveWithinMs: 30_000 },
-  { kind: "partition-blackhole", faultMs: 40_000, serveWithinMs: 30_000 },
+  { kind: "pause", faultMs: 35_000, serveWithinMs: 30_000 },
+  { kind: "partition-blackhole", faultMs: 35_000, serveWithinMs: 30_000 },
   { kind: "race", faultMs: 0 },
 ];
 

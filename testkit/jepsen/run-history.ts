@@ -192,7 +192,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     if (hold) {
       server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: options.holdDelayMs ?? 4_000, times: 1 }]);
       void track(r1.call("ensure", holdId));
-      const inRun = await waitUntil(() => enginesOf(r1).length > 0 && server.journal().some((r) => r.method === "GET" && JSON.stringify(r).includes(holdId)), 60_000);
+      // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
+      const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), 45_000);
       if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
     }
 
