@@ -21,6 +21,12 @@ export interface PostgresServer {
   readonly port: number;
   /** The server's log (errors a statement raised, e.g. a write the run fence refused); gone after stop(). */
   readonly logFile: string;
+  /**
+   * Restarts the server (pg_ctl stop -m fast, then start on the same port):
+   * every session ends, advisory locks with them. `downMs`: how long it stays
+   * down between the two. Resolves once it accepts connections again.
+   */
+  restart(options?: { readonly downMs?: number; readonly mode?: "fast" | "immediate" }): Promise<void>;
   stop(): void;
 }
 
@@ -83,15 +89,16 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   }
   run("initdb", ["-D", data, "-U", "postgres", ...auth, "-E", "UTF8", "--no-sync", "--no-instructions"]);
   let port = 0;
+  const startArgs = () => [
+    "-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "60",
+    "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+    "start",
+  ];
   // Another process may take the free port between our probe and the server's bind: try a few.
   for (let attempt = 1; ; attempt++) {
     port = await freePort();
     try {
-      run("pg_ctl", [
-        "-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "60",
-        "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
-        "start",
-      ]);
+      run("pg_ctl", startArgs());
       break;
     } catch (error) {
       if (attempt >= 3) {
@@ -105,6 +112,12 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     port,
     logFile: path.join(dir, "server.log"),
     backendUrl: `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`,
+    restart: async ({ downMs = 0, mode = "fast" } = {}) => {
+      if (stopped) throw new Error("this PostgreSQL server was stopped for good");
+      run("pg_ctl", ["-D", data, "-m", mode, "-w", "stop"]);
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
+      run("pg_ctl", startArgs());
+    },
     stop: () => {
       if (stopped) return;
       stopped = true;

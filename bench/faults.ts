@@ -1,0 +1,152 @@
+// Fault histories, longer than npm test's (issue 32 items 6-7): for each backend
+// and each fault kind (testkit/jepsen/fault-kinds.ts, those awaiting another
+// branch included: the bench reports what happens today), a history of three
+// replicas calling ensure/remove/list on colliding ids with the fault injected
+// while r1 holds the stack; reported per kind: time from the fault to the next
+// call another replica got served by an engine run, groups lost, doubled,
+// orphaned, directory entries wrong, tokens that differ from the service's,
+// failures not retryable or whose retry failed, calls never answered.
+//   npm run bench -- --only faults
+//   BENCH_FAULTS=postgres:pause,file:slow-disk    only these
+//   BENCH_FAULTS_SEED=7  BENCH_FAULTS_HOLD_MS=45000  (how long a pause or partition lasts)
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import path from "node:path";
+import { startFakeServer } from "../fake-server/index.js";
+import { startPostgres } from "../testkit/postgres.js";
+import { AWAITING_FENCING, AWAITING_RACE_FIX, AWAITING_TORN_READ_FIX, type Backend, FAULT_KINDS, type FaultKind } from "../testkit/jepsen/fault-kinds.js";
+import { describeHistory, runHistory } from "../testkit/jepsen/run-history.js";
+import { startToxiproxy } from "../testkit/jepsen/toxiproxy.js";
+
+const KEY = "bench-faults-key-0000000001";
+
+export interface FaultRow {
+  readonly backend: Backend;
+  readonly fault: FaultKind;
+  /** Which branch this kind waits for in npm test (empty: runs there today). */
+  readonly awaiting: string;
+  readonly faultHeldMs: number;
+  readonly calls: number;
+  readonly ok: number;
+  readonly failed: number;
+  readonly unanswered: number;
+  readonly timeToServeMs: number | null;
+  readonly probeServedMs: number | null;
+  readonly lost: number;
+  readonly notRemoved: number;
+  readonly doubled: number;
+  readonly orphaned: number;
+  readonly directory: number;
+  readonly tokensDiffering: number;
+  readonly failuresNotRetryable: number;
+  readonly valid: boolean;
+  readonly problems: readonly string[];
+  readonly durationMs: number;
+}
+
+const HOLD: Partial<Record<FaultKind, number>> = { "partition-reset": 15_000, "partition-refuse": 15_000, "slow-disk": 15_000 };
+
+export async function measureFaults(workRoot: string, repoRoot: string, log: (line: string) => void): Promise<{ seed: number; rows: FaultRow[] }> {
+  mkdirSync(workRoot, { recursive: true });
+  const root = mkdtempSync(path.join(workRoot, "faults-"));
+  const seed = Number(process.env["BENCH_FAULTS_SEED"] ?? String(Date.now() % 100_000));
+  const longHold = Number(process.env["BENCH_FAULTS_HOLD_MS"] ?? "45000");
+  const only = process.env["BENCH_FAULTS"]?.split(",").map((s) => s.trim());
+  const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }], journalSize: 100_000 });
+  const postgres = await startPostgres();
+  const toxiproxy = await startToxiproxy();
+  const worker = path.join(repoRoot, "testkit", "jepsen", "replica-worker.cjs");
+  const env = {
+    PULUMI_CONFIG_PASSPHRASE: "bench-faults",
+    PULUMI_SKIP_UPDATE_CHECK: "true",
+    PULUMI_HOME: path.join(root, "pulumi-home"),
+    PATH: process.env["PATH"] ?? "",
+    USER_GROUPS_BASE_URL: server.url,
+    USER_GROUPS_API_KEY: KEY,
+  };
+  const rows: FaultRow[] = [];
+  try {
+    for (const backend of ["postgres", "file"] as const) {
+      for (const fault of FAULT_KINDS[backend]) {
+        if (only && !only.includes(`${backend}:${fault}`)) continue;
+        await server.reset();
+        const key = `${backend}:${fault}` as const;
+        const faultHeldMs = fault === "kill" || fault === "pg-restart" || fault === "none" || fault === "race" ? 0 : (HOLD[fault] ?? longHold);
+        const result = await runHistory({
+          label: `b${rows.length}-${backend === "postgres" ? "pg" : "file"}-${fault}`,
+          backend,
+          fault,
+          server,
+          backendUrl: backend === "postgres" ? postgres.backendUrl : `file://${mkdtempSync(path.join(root, "state-"))}`,
+          postgres,
+          toxiproxy,
+          workRoot: root,
+          worker,
+          env,
+          ids: Array.from({ length: 6 }, (_, i) => `b${rows.length}-g${i}`),
+          ...(fault === "race" || fault === "none" ? { shardSize: 3 } : {}),
+          removeFrom: fault === "race" ? "any" : "owner",
+          warmupMs: 10_000,
+          faultMs: faultHeldMs,
+          afterMs: 20_000,
+          ...(fault === "stall-node" ? { holdDelayMs: faultHeldMs } : {}),
+          seed: seed + rows.length,
+          log,
+        });
+        const v = result.verdict;
+        rows.push({
+          backend,
+          fault,
+          awaiting: AWAITING_FENCING.has(key) ? "wt/lease" : AWAITING_RACE_FIX.has(key) ? "wt/races" : AWAITING_TORN_READ_FIX.has(key) ? "torn read" : "",
+          faultHeldMs,
+          calls: result.ops.length,
+          ok: v.counts.ok,
+          failed: v.counts.fail,
+          unanswered: v.counts.info,
+          timeToServeMs: result.timeToServeMs ?? null,
+          probeServedMs: result.probeServedMs ?? null,
+          lost: v.lost.length,
+          notRemoved: v.kept.length,
+          doubled: v.doubled.length,
+          orphaned: v.orphaned.length,
+          directory: v.directory.length,
+          tokensDiffering: v.tokens.length,
+          failuresNotRetryable: v.failures.filter((f) => f.includes("is not retryable")).length,
+          valid: v.counts !== undefined && result.problems.length === 0,
+          problems: result.problems.slice(0, 20),
+          durationMs: result.durationMs,
+        });
+        log(describeHistory(result));
+      }
+    }
+  } finally {
+    await toxiproxy.stop();
+    await server.close();
+    postgres.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+  return { seed, rows };
+}
+
+const seconds = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).toFixed(1)}`);
+
+export function faultsMarkdown(results: { seed: number; rows: readonly FaultRow[] }): string {
+  const lines = [
+    `Seed ${results.seed} (BENCH_FAULTS_SEED). Three replicas, 6 colliding ids, one stack (shards of 3 for none and race); the fault lands while r1 is in an engine run. ` +
+      "\"served again\": from the fault to the first call another replica got served by an engine run (a create or a delete); " +
+      "\"probe\": a fresh create another replica asked for at the fault's start. A pause or partition that lasts longer than 30 s tests issue 32's bound (another replica serves within 30 s).",
+    "",
+    "| backend | fault | held (s) | awaits | calls (ok / failed / unanswered) | served again (s) | probe (s) | lost | not removed | doubled | orphaned | directory | tokens differing | failures not retryable | verdict |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ...results.rows.map(
+      (r) =>
+        `| ${r.backend} | ${r.fault} | ${(r.faultHeldMs / 1000).toFixed(0)} | ${r.awaiting || "-"} | ${r.calls} (${r.ok} / ${r.failed} / ${r.unanswered}) | ${seconds(r.timeToServeMs)} | ${seconds(r.probeServedMs)} | ` +
+        `${r.lost} | ${r.notRemoved} | ${r.doubled} | ${r.orphaned} | ${r.directory} | ${r.tokensDiffering} | ${r.failuresNotRetryable} | ${r.valid ? "valid" : "INVALID"} |`,
+    ),
+  ];
+  const invalid = results.rows.filter((r) => !r.valid);
+  if (invalid.length > 0) {
+    lines.push("", "Problems found (first lines):", "");
+    for (const r of invalid) lines.push(`- ${r.backend} ${r.fault}: ${r.problems.slice(0, 4).map((p) => p.slice(0, 300)).join(" / ")}`);
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,339 @@
+// One fault history (issue 32 item 6), as Jepsen runs one: several replicas
+// (testkit/jepsen/replica.ts, each its own OS process group) call ensure,
+// remove and list on a small set of ids, so that calls collide; one fault is
+// injected while replica r1 holds the stack (it is in an engine run: a create
+// the fake server delays is under way), then healed; the load goes on, every
+// failed call is retried once everything is healed, the replicas drain and
+// exit, and the checker (checker.ts) replays the history against the service,
+// every shard's state and the shard directory.
+//
+// Faults (fault-kinds.ts): SIGKILL or SIGSTOP/SIGCONT of r1's processes; a
+// partition between r1 and PostgreSQL through Toxiproxy (r1's backend URL is
+// its proxy's); a PostgreSQL restart; on a file backend, r1's engine frozen at
+// its checkpoint write ("slow disk"), or r1's Node process stalled while its
+// engine goes on.
+import { watch, type FSWatcher, existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import type { FakeServer } from "../../fake-server/index.js";
+import type { PostgresServer } from "../postgres.js";
+import { descendantsOf, commandLine, isRunning } from "../kill-tree.js";
+import { checkHistory, type FinalState, problemsOf, timeToServe, type Verdict } from "./checker.js";
+import type { Backend, FaultKind } from "./fault-kinds.js";
+import { describeOp, type FaultEvent, HistoryRecorder, type Op, type OpKind } from "./history.js";
+import { Replica } from "./replica.js";
+import { readDirectory, readShardStates } from "./final-state.js";
+import type { PartitionMode, Toxiproxy } from "./toxiproxy.js";
+
+export interface HistoryOptions {
+  readonly label: string;
+  readonly backend: Backend;
+  readonly fault: FaultKind;
+  readonly server: FakeServer;
+  /** The backend every replica names (PostgreSQL's URL, or file://<dir>). */
+  readonly backendUrl: string;
+  /** PostgreSQL (pg-restart, and the upstream of partitions). */
+  readonly postgres?: PostgresServer;
+  readonly toxiproxy?: Toxiproxy;
+  /** Each replica's work directory goes below this (inside the package: the provider resolves from there). */
+  readonly workRoot: string;
+  /** testkit/jepsen/replica-worker.cjs (not compiled into build/). */
+  readonly worker: string;
+  /** The replicas' and the checker's engine environment: PATH with pulumi, PULUMI_HOME, passphrase, USER_GROUPS_*. */
+  readonly env: Record<string, string>;
+  readonly replicas?: number;
+  /** The colliding ids (default 4). */
+  readonly ids?: readonly string[];
+  readonly shardSize?: number;
+  readonly lockTimeoutMs?: number;
+  /** Load before the fault, fault held, load after the heal (ms). */
+  readonly warmupMs?: number;
+  readonly faultMs?: number;
+  readonly afterMs?: number;
+  /** PostgreSQL down this long in a restart (ms). */
+  readonly restartDownMs?: number;
+  /** How long the create r1 is in when the fault lands takes on the service (ms). */
+  readonly holdDelayMs?: number;
+  /** Share of removes among the random calls (default 0.25; "race" uses 0.45). */
+  readonly removeShare?: number;
+  /**
+   * Who removes an id: "any" replica (removes race ensures and removes of other
+   * replicas: issue 32 item 3, fixed on wt/races), or only its "owner" (the
+   * replica of its index; ensures and lists still come from every replica).
+   * Default: "any" for the race kind, else "owner".
+   */
+  readonly removeFrom?: "any" | "owner";
+  /** Time allowed, after the load, for every call to be answered (ms; default 150 s). */
+  readonly drainMs?: number;
+  readonly seed?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface HistoryResult {
+  readonly label: string;
+  readonly backend: Backend;
+  readonly fault: FaultKind;
+  readonly ops: readonly Op[];
+  readonly faults: readonly FaultEvent[];
+  readonly verdict: Verdict;
+  readonly problems: readonly string[];
+  /** Fault start to another replica's first engine-backed ok call (ms); undefined when none came. */
+  readonly timeToServeMs: number | undefined;
+  /** Fault start to the probe's ok (a fresh create another replica asked for right at the start), ms. */
+  readonly probeServedMs: number | undefined;
+  readonly durationMs: number;
+  readonly final: { readonly serviceGroups: number; readonly stateGroups: number; readonly shards: number };
+}
+
+/** mulberry32: a small seeded generator, so that a history can be replayed. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition()) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+/** The `pulumi` CLI processes under a replica (its engine runs). */
+function enginesOf(replica: Replica): number[] {
+  return descendantsOf(replica.pid).filter((pid) => isRunning(pid) && /(^|\/)pulumi (up|destroy|refresh)\b/.test(commandLine(pid)));
+}
+
+export async function runHistory(options: HistoryOptions): Promise<HistoryResult> {
+  const started = Date.now();
+  const log = options.log ?? (() => {});
+  const rand = random(options.seed ?? 1);
+  const recorder = new HistoryRecorder();
+  const stack = `jepsen-${options.label}`;
+  const ids = options.ids ?? ["g0", "g1", "g2", "g3"].map((id) => `${options.label}-${id}`);
+  const holdId = `${options.label}-hold`;
+  const probeId = `${options.label}-probe`;
+  const allIds = new Set([...ids, holdId, probeId]);
+  const names = Array.from({ length: options.replicas ?? 3 }, (_, i) => `r${i + 1}`);
+  const warmupMs = options.warmupMs ?? 6_000;
+  const faultMs = options.faultMs ?? 15_000;
+  const afterMs = options.afterMs ?? 8_000;
+  const removeShare = options.removeShare ?? (options.fault === "race" ? 0.45 : 0.25);
+  const removeFrom = options.removeFrom ?? (options.fault === "race" ? "any" : "owner");
+  const partition: PartitionMode | undefined =
+    options.fault === "partition-reset" ? "reset" : options.fault === "partition-refuse" ? "refuse" : options.fault === "partition-blackhole" ? "blackhole" : undefined;
+  const { server } = options;
+
+  // r1's backend: through its own proxy for a partition.
+  const proxyName = `${options.label}-r1`;
+  let r1Backend = options.backendUrl;
+  if (partition) {
+    if (!options.toxiproxy || !options.postgres) throw new Error(`${options.fault} needs PostgreSQL and Toxiproxy`);
+    const port = await options.toxiproxy.proxy(proxyName, `127.0.0.1:${options.postgres.port}`);
+    r1Backend = options.backendUrl.replace(`127.0.0.1:${options.postgres.port}`, `127.0.0.1:${port}`);
+  }
+  mkdirSync(options.workRoot, { recursive: true });
+  const replicas = names.map(
+    (name) =>
+      new Replica(name, recorder, options.worker, {
+        stack,
+        backendUrl: name === "r1" ? r1Backend : options.backendUrl,
+        workDir: path.join(options.workRoot, `${options.label}-${name}`),
+        ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}),
+        lockTimeoutMs: options.lockTimeoutMs ?? 90_000,
+      }, options.env),
+  );
+  const [r1] = replicas as [Replica, ...Replica[]];
+  const others = replicas.slice(1);
+
+  // The service's tokens, sampled.
+  const sampler = setInterval(() => recorder.observe(server.groups(), allIds), 100);
+  let watcher: FSWatcher | undefined;
+  let fault: FaultEvent | undefined;
+  let loading = true;
+  const calls: Promise<Op>[] = [];
+  const track = (p: Promise<Op>) => {
+    calls.push(p);
+    return p;
+  };
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const crashed = new Set<string>();
+  try {
+    await Promise.all(replicas.map((r) => r.whenReady()));
+    log(`history ${options.label}: ${names.length} replicas ready (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+
+    // The load: each replica one call at a time, ids drawn from the small set.
+    const loop = async (replica: Replica) => {
+      while (loading && replica.alive) {
+        const pick = rand();
+        const f: OpKind = pick < removeShare ? "remove" : pick < removeShare + 0.12 ? "list" : "ensure";
+        const at = Math.floor(rand() * ids.length);
+        const owner = names[at % names.length];
+        const id = f === "list" ? undefined : ids[at]!;
+        // A remove of an id this replica does not own becomes an ensure of it, when only owners remove.
+        const kind: OpKind = f === "remove" && removeFrom === "owner" && replica.name !== owner ? "ensure" : f;
+        await track(replica.call(kind, id, fault && fault.healedAt === undefined ? { duringFault: fault.kind } : {}));
+        await sleep(100 + Math.floor(rand() * 400));
+      }
+    };
+    const loops = replicas.map((r) => loop(r));
+    await sleep(warmupMs);
+
+    // r1 in a run when the fault lands: a create of its own that the service answers slowly.
+    const hold = options.fault !== "none" && options.fault !== "race";
+    if (hold) {
+      server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: options.holdDelayMs ?? 4_000, times: 1 }]);
+      void track(r1.call("ensure", holdId));
+      // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
+      const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), 45_000);
+      if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
+    }
+
+    // The fault.
+    let heal: () => Promise<void> = async () => {};
+    switch (options.fault) {
+      case "none":
+      case "race":
+        break;
+      case "kill": {
+        fault = recorder.faultStarted("kill", "r1", "SIGKILL of r1's process group and every process under it");
+        crashed.add("r1");
+        r1.kill();
+        break;
+      }
+      case "pause": {
+        const pids = r1.pause("group");
+        fault = recorder.faultStarted("pause", "r1", `SIGSTOP of ${pids.length} processes`);
+        heal = async () => r1.resume();
+        break;
+      }
+      case "stall-node": {
+        r1.pause("node");
+        fault = recorder.faultStarted("stall-node", "r1", "SIGSTOP of r1's Node process only");
+        heal = async () => r1.resume();
+        break;
+      }
+      case "partition-reset":
+      case "partition-refuse":
+      case "partition-blackhole": {
+        await options.toxiproxy!.partition(proxyName, partition!);
+        fault = recorder.faultStarted(options.fault, "r1", `Toxiproxy ${partition}`);
+        heal = () => options.toxiproxy!.heal(proxyName);
+        break;
+      }
+      case "pg-restart": {
+        fault = recorder.faultStarted("pg-restart", undefined, `down ${options.restartDownMs ?? 2_000} ms`);
+        await options.postgres!.restart({ downMs: options.restartDownMs ?? 2_000 });
+        recorder.faultHealed(fault);
+        break;
+      }
+      case "slow-disk": {
+        // r1's engine frozen as soon as it writes the stack's checkpoint: a write that takes faultMs.
+        const stacksDir = path.join(new URL(options.backendUrl).pathname, ".pulumi", "stacks");
+        mkdirSync(stacksDir, { recursive: true });
+        let frozen: number[] = [];
+        const writeSeen = new Promise<void>((resolve) => {
+          watcher = watch(stacksDir, { recursive: true }, (_event, file) => {
+            if (frozen.length > 0 || !String(file ?? "").includes(stack)) return;
+            frozen = r1.pause("engine");
+            if (frozen.length > 0) resolve();
+          });
+        });
+        const seen = await Promise.race([writeSeen.then(() => true), sleep(30_000).then(() => false)]);
+        watcher?.close();
+        fault = recorder.faultStarted("slow-disk", "r1", seen ? `r1's engine (${frozen.length} process) frozen at a checkpoint write` : "no checkpoint write seen in 30 s: nothing frozen");
+        heal = async () => r1.resume();
+        break;
+      }
+    }
+    // Another replica asks for a fresh group right away: the time until it is served.
+    const probe = fault && options.fault !== "pg-restart" ? track(others[0]!.call("ensure", probeId, { duringFault: fault.kind })) : undefined;
+    if (options.fault === "pg-restart") void track(others[0]!.call("ensure", probeId, { duringFault: "pg-restart" }));
+    if (fault && fault.healedAt === undefined) {
+      await sleep(faultMs);
+      await heal();
+      recorder.faultHealed(fault);
+      log(`history ${options.label}: ${fault.kind} healed after ${((fault.healedAt! - fault.startedAt) / 1000).toFixed(1)} s`);
+    }
+    await sleep(afterMs);
+    loading = false;
+    await Promise.race([Promise.all(loops), sleep(options.drainMs ?? 150_000)]);
+    // Every call answered, or cut as info.
+    const drained = await Promise.race([Promise.all(calls).then(() => true), sleep(options.drainMs ?? 150_000).then(() => false)]);
+    if (!drained) for (const r of replicas) r.cut();
+    void probe;
+
+    // Retries of every failed call (and of a killed replica's unanswered ones), from a replica that is up (r1 when it lives: it was healed).
+    const failed = recorder.ops.filter((op) => op.outcome === "fail" || (op.outcome === "info" && crashed.has(op.process)));
+    const up = replicas.filter((r) => r.alive);
+    if (failed.length > 0) log(`history ${options.label}: retrying ${failed.length} failed calls`);
+    const retries = failed.map((op, i) => {
+      const replica = up.find((r) => r.name === op.process) ?? up[i % up.length]!;
+      return replica.call(op.f, op.id, { retryOf: op.index });
+    });
+    const retried = await Promise.race([Promise.all(retries).then(() => true), sleep(options.drainMs ?? 150_000).then(() => false)]);
+    if (!retried) for (const r of replicas) r.cut();
+  } finally {
+    loading = false;
+    watcher?.close();
+    clearInterval(sampler);
+    recorder.observe(server.groups(), allIds);
+    for (const r of replicas) r.resume();
+    await Promise.all(replicas.map((r) => r.close(30_000).catch(() => r.kill())));
+    for (const r of replicas) r.kill(); // anything left under them
+    server.clearFaults();
+    for (const cleanup of cleanups) await cleanup();
+  }
+
+  // The end, and the verdict.
+  const checkerEnv = { ...options.env };
+  const directory = await readDirectory(stack, options.backendUrl);
+  // Every shard the directory names, and as many as the ids could need besides.
+  const maxShard = Math.max(0, ...directory.values()) + Math.ceil(allIds.size / (options.shardSize ?? 250)) + 1;
+  const shards = await readShardStates({ stack, backendUrl: options.backendUrl, workDir: path.join(options.workRoot, `${options.label}-checker`), envVars: checkerEnv }, maxShard);
+  const final: FinalState = { service: server.groups().filter((g) => allIds.has(g.user_group_id)), shards, directory };
+  const verdict = checkHistory(recorder.ops, final, { observations: recorder.observations, ids: allIds, crashed });
+  const problems = problemsOf(verdict);
+  const probeOp = recorder.ops.find((op) => op.id === probeId && op.retryOf === undefined);
+  const faultEvent = recorder.faults[0];
+  const result: HistoryResult = {
+    label: options.label,
+    backend: options.backend,
+    fault: options.fault,
+    ops: recorder.ops,
+    faults: recorder.faults,
+    verdict,
+    problems,
+    timeToServeMs: faultEvent ? timeToServe(recorder.ops, faultEvent) : undefined,
+    probeServedMs: faultEvent && probeOp?.outcome === "ok" ? probeOp.completedAt! - faultEvent.startedAt : undefined,
+    durationMs: Date.now() - started,
+    final: { serviceGroups: final.service.length, stateGroups: shards.reduce((n, s) => n + s.groups.length, 0), shards: shards.length },
+  };
+  log(describeHistory(result));
+  if (problems.length > 0) log(recorder.ops.map(describeOp).join("\n"));
+  return result;
+}
+
+export function describeHistory(r: HistoryResult): string {
+  const c = r.verdict.counts;
+  const s = (ms: number | undefined) => (ms === undefined ? "never" : `${(ms / 1000).toFixed(1)} s`);
+  return (
+    `history ${r.label} (${r.backend}, ${r.fault}): ${r.ops.length} calls (${c.ok} ok, ${c.fail} failed, ${c.info} unanswered, ${c.retried} retried) in ${(r.durationMs / 1000).toFixed(0)} s; ` +
+    `served again ${s(r.timeToServeMs)} after the fault (probe ${s(r.probeServedMs)}); ` +
+    `end: ${r.final.serviceGroups} groups on the service, ${r.final.stateGroups} in ${r.final.shards} shard states; ` +
+    `${r.problems.length === 0 ? "VALID" : `INVALID: ${r.problems.join("; ")}`}`
+  );
+}
+
+/** Is the file backend at this URL's directory there (for a slow-disk watch)? */
+export function fileBackendExists(url: string): boolean {
+  return existsSync(new URL(url).pathname);
+}
