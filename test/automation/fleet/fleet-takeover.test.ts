@@ -91,7 +91,10 @@ describe.skipIf(process.platform !== "linux")("a replica killed mid-run is taken
       console.log(`fleet-takeover pg: ${describeTakeoverTrial(result)}`);
       expect(result.problems).toEqual([]);
       expect(result.takeovers.flatMap((t) => t.removedLocks)).toHaveLength(1);
-      expect(result.takeovers.flatMap((t) => t.adopted).length).toBeGreaterThan(0);
+      // Every create the dead run left pending was adopted. How many were pending depends on where the kill landed: on a
+      // loaded machine the kill can come after the last create (seen once: "killed at 8 created ... 0 pending").
+      const pendingCreates = result.takeovers.flatMap((t) => t.pending).filter((op) => op.type === "creating").length;
+      expect(result.takeovers.flatMap((t) => t.adopted).length).toBeGreaterThanOrEqual(pendingCreates);
       expect(result.orphans).toBeGreaterThan(0);
       expect(result.orphansGoneMs).toBeLessThan(15_000);
     }, 300_000);
