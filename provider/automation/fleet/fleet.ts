@@ -342,7 +342,17 @@ export class UserGroupFleet {
       [...toRemove.keys()],
       async (names): Promise<RunAttempt<GroupResult>> => {
         const specs = new Map(names.map((name) => [name, toRemove.get(name)!]));
+        const goneMeanwhile: string[] = [];
         const outcome = await this.runEngine("destroy", shard, specs, async (tracker, signal) => {
+          // Under the shard's run lease: a group another replica removed since the state was read above is gone
+          // already ("same"), not a target the engine cannot find.
+          const stillHeld = new Set(groupsInState(await stack.exportStack()).map((group) => group.resourceName));
+          for (const name of [...specs.keys()]) {
+            if (stillHeld.has(name)) continue;
+            specs.delete(name);
+            goneMeanwhile.push(name);
+          }
+          if (specs.size === 0) return;
           try {
             await stack.destroy(this.targetedRun(shard, specs, tracker, signal));
           } finally {
@@ -360,6 +370,7 @@ export class UserGroupFleet {
           }
         });
         const settled = new Map<string, GroupOutcome<GroupResult>>();
+        for (const name of goneMeanwhile) settled.set(name, { ok: true, value: resultOf(toRemove.get(name)!, "same") });
         for (const [name, spec] of specs) {
           const change = outcome.tracker.changes.get(name);
           const diagnostic = outcome.tracker.diagnostics.get(name);
