@@ -34,29 +34,33 @@ export const FAULT_KINDS: Readonly<Record<Backend, readonly FaultKind[]>> = {
 };
 
 /**
- * Histories that need the lease fencing of branch wt/lease (issue 32 items 1-2:
- * leases that expire by time, epochs, fencing of the service and the state).
- * On main, a paused or black-holed holder keeps the stack for as long as it is
- * paused (its advisory lock lives with its TCP session; a live pid's file lease
- * is not taken over), so no other replica serves within 30 s; and a stalled
- * holder's late write is not fenced.
+ * Histories not in `npm test` yet, though wt/lease (fencing) and wt/races (the
+ * remove/ensure race) are on main. Each was run with JEPSEN_RUN_ALL=1 on main
+ * on 2026-11-25 (served again: from the fault's start):
+ * - postgres:pause VALID (14.5 s) and postgres:partition-refuse VALID (5.6 s):
+ *   run in `npm test` (not listed).
+ * - postgres:partition-reset INVALID (5.4 s) and postgres:partition-blackhole
+ *   INVALID (14.4 s): state and service consistent, but a caller got the
+ *   driver's raw "Connection terminated unexpectedly", with no code, so not
+ *   retryable by retryable.ts: a PostgreSQL error of a store of ours escapes
+ *   uncoded when its connection is cut.
+ * - file:pause VALID (48.5 s) and file:stall-node VALID (39.7 s): a file backend
+ *   never takes over a live holder (it cannot fence), so the others wait until
+ *   the paused one resumes; too slow for the suite, kept for the bench.
+ * - postgres:race, file:race VALID. With them, every history lets any replica
+ *   remove any id; that found a remove racing a remove failing with
+ *   pulumi_command_failed (kill and slow-disk histories), fixed in fleet.ts
+ *   (a group gone meanwhile is answered "same" under the lease), not yet
+ *   re-run as histories.
  */
 export const AWAITING_FENCING: ReadonlySet<`${Backend}:${FaultKind}`> = new Set<`${Backend}:${FaultKind}`>([
-  "postgres:pause",
   "postgres:partition-blackhole",
-  // The cut replica's lease ends with its connections, but on one stack another replica served only 31.7-53.5 s after
-  // the cut (bound: 30 s); and a reset let a raw driver error through to 2 callers ("Connection terminated
-  // unexpectedly", no code: not retryable by retryable.ts).
   "postgres:partition-reset",
-  "postgres:partition-refuse",
   "file:pause",
   "file:stall-node",
 ]);
 
-/**
- * Histories that need the remove/ensure race fix of branch wt/races (issue 32
- * item 3: the directory forgets an id another replica re-created).
- */
+/** Histories whose removes race (see above): in npm test once their re-run is VALID. */
 export const AWAITING_RACE_FIX: ReadonlySet<`${Backend}:${FaultKind}`> = new Set<`${Backend}:${FaultKind}`>(["postgres:race", "file:race"]);
 
 /**
@@ -72,8 +76,8 @@ export const AWAITING_TORN_READ_FIX: ReadonlySet<`${Backend}:${FaultKind}`> = ne
 /** Why a history of this kind is not run on this branch yet (undefined: it runs). */
 export function awaiting(backend: Backend, kind: FaultKind, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env["JEPSEN_RUN_ALL"] === "1") return undefined;
-  if (AWAITING_FENCING.has(`${backend}:${kind}`)) return "awaits the lease fencing of wt/lease (testkit/jepsen/fault-kinds.ts AWAITING_FENCING)";
-  if (AWAITING_RACE_FIX.has(`${backend}:${kind}`)) return "awaits the remove/ensure race fix of wt/races (testkit/jepsen/fault-kinds.ts AWAITING_RACE_FIX)";
+  if (AWAITING_FENCING.has(`${backend}:${kind}`)) return "not in npm test yet: see testkit/jepsen/fault-kinds.ts AWAITING_FENCING";
+  if (AWAITING_RACE_FIX.has(`${backend}:${kind}`)) return "not in npm test yet: see testkit/jepsen/fault-kinds.ts AWAITING_RACE_FIX";
   if (AWAITING_TORN_READ_FIX.has(`${backend}:${kind}`)) return "awaits a retried or retryable torn checkpoint read (testkit/jepsen/fault-kinds.ts AWAITING_TORN_READ_FIX)";
   return undefined;
 }
