@@ -107,7 +107,9 @@ describe("the fault histories' checker", () => {
     );
     expect(stateOnly.orphaned).toEqual([expect.stringContaining("y: in s.shard-1's state but not on the service")]);
     const stale = checkHistory(history, final({ shards: [{ stack: "s", shard: 0, groups: [{ resourceName: "x-res", userGroupId: "x", token: T3 }] }] }), { observations: observed });
-    expect(stale.orphaned).toEqual([expect.stringContaining("x: s's state holds token cccccccc")]);
+    expect(stale.orphaned).toEqual([expect.stringContaining("x: s's state holds token #")]);
+    // A verdict goes to logs: a token is named by a short hash, never by any of its characters.
+    expect(stale.orphaned.join("\n")).not.toContain("cccc");
   });
 
   it("finds a directory that dropped or misplaces a group a state holds", () => {

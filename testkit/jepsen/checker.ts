@@ -25,9 +25,15 @@
 // - unanswered: a call that never answered (info) although the history ran
 //             on long after every fault healed (a killed replica's calls are
 //             exempt, but must have been retried with success elsewhere).
+import { createHash } from "node:crypto";
 import type { Op, ServiceObservation } from "./history";
 import { describeOp } from "./history";
 import { isRetryableError } from "./retryable";
+
+/** A token as a verdict names it: a short hash, never any of its characters (verdicts go to logs). */
+function tokenTag(token: string): string {
+  return `#${createHash("sha256").update(token).digest("hex").slice(0, 8)}`;
+}
 
 export interface ServiceGroup {
   readonly user_group_id: string;
@@ -153,14 +159,14 @@ export function checkHistory(history: readonly Op[], final: FinalState, options:
   const finalToken = (id: string): string | undefined => serviceById.get(id)?.[0]?.token;
   for (const [id, groups] of serviceById) {
     const held = stateById.get(id);
-    if (held === undefined) orphaned.push(`${id}: on the service (token ${groups[0]!.token.slice(0, 8)}…) but in no shard's state`);
+    if (held === undefined) orphaned.push(`${id}: on the service (token ${tokenTag(groups[0]!.token)}) but in no shard's state`);
   }
   for (const [id, held] of stateById) {
     if (!ids.has(id)) continue;
     const onService = finalToken(id);
     for (const g of held) {
       if (onService === undefined) orphaned.push(`${id}: in ${g.stack}'s state but not on the service`);
-      else if (g.token !== onService) orphaned.push(`${id}: ${g.stack}'s state holds token ${g.token.slice(0, 8)}…, the service ${onService.slice(0, 8)}…`);
+      else if (g.token !== onService) orphaned.push(`${id}: ${g.stack}'s state holds token ${tokenTag(g.token)}, the service ${tokenTag(onService)}`);
       if (final.directory !== undefined) {
         const entry = final.directory.get(g.resourceName);
         if (entry === undefined) directory.push(`${id}: ${g.stack}'s state holds it (${g.resourceName}) but the shard directory has no entry for it`);
@@ -211,7 +217,7 @@ export function checkHistory(history: readonly Op[], final: FinalState, options:
       const onService = finalToken(op.id);
       const removes = (opsOf.get(op.id) ?? []).filter((r) => r.f === "remove" && mayHaveActed(r) && mayFollow(r, op));
       if (onService !== undefined && onService !== token && removes.length === 0) {
-        tokens.push(`${describeOp(op)}: the service's token is ${onService.slice(0, 8)}… at the end and no remove could have replaced it`);
+        tokens.push(`${describeOp(op)}: the service's token is ${tokenTag(onService)} at the end and no remove could have replaced it`);
       }
     }
     if (op.f === "list" && intervals) {
