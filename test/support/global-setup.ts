@@ -25,6 +25,8 @@ export default function setup(project: TestProject): void {
   // A failure fails those tests (with this message), not the whole run.
   project.provide("pulumiYamlBinDir", ensureTool(root, "scripts/ensure-pulumi-yaml"));
   project.provide("sdkgenBinDir", ensureTool(root, "scripts/ensure-sdkgen-hosts"));
+  // The OpenTelemetry Collector the observability tests export to (testkit/otel-collector.ts).
+  project.provide("otelcolBinDir", ensureTool(root, "scripts/ensure-otelcol"));
 }
 
 /** The bin directory a scripts/ensure-* prints last, or "error: ..." when it could not be made. */
@@ -44,5 +46,7 @@ declare module "vitest" {
     pulumiYamlBinDir: string;
     /** Where the SDK-generating language hosts are (scripts/ensure-sdkgen-hosts), or "error: ...". */
     sdkgenBinDir: string;
+    /** Where the OpenTelemetry Collector is (scripts/ensure-otelcol), or "error: ...". */
+    otelcolBinDir: string;
   }
 }
