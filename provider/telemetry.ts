@@ -24,6 +24,13 @@ export interface TelemetryAttributes {
   readonly "user_groups.user_group_id"?: string;
   readonly "user_groups.rate_budget.wait_ms"?: number;
   readonly "user_groups.retry_after_ms"?: number;
+  // Engine trace (issue #35 item 1): a provider process's gRPC server span and the UserGroup operation spans.
+  readonly "rpc.system"?: string;
+  readonly "rpc.service"?: string;
+  readonly "rpc.method"?: string;
+  readonly "rpc.grpc.status_code"?: number;
+  readonly "user_groups.operation"?: string;
+  readonly "user_groups.outcome"?: string;
 }
 
 type AttributeName = keyof TelemetryAttributes;
@@ -39,6 +46,13 @@ const ALLOWED: Readonly<Record<AttributeName, "string" | "number">> = {
   "user_groups.user_group_id": "string",
   "user_groups.rate_budget.wait_ms": "number",
   "user_groups.retry_after_ms": "number",
+  // Engine trace (issue #35 item 1).
+  "rpc.system": "string",
+  "rpc.service": "string",
+  "rpc.method": "string",
+  "rpc.grpc.status_code": "number",
+  "user_groups.operation": "string",
+  "user_groups.outcome": "string",
 };
 
 /** The names an attribute may have; any other is dropped by allowedAttributes. */
