@@ -5,9 +5,11 @@ export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } f
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./engine-errors";
 export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
 export { declareGroup } from "./program";
+export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./engine-trace";
 export { type LeasedRunHooks, runFailure, runOnce } from "./run-once";
 export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { assertOwnProviderCode, KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, untrustedResources, withOwnProviderCode } from "./provider-code";
