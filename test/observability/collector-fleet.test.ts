@@ -1,0 +1,179 @@
+// A fleet sign-up traced end to end into a real OpenTelemetry Collector (issue #35
+// item 6): the sign-up service registers the OpenTelemetry SDK with OTLP/gRPC
+// exporters pointed at the collector (scripts/ensure-otelcol); its engine runs get
+// the same collector as their `--otel-traces` destination (from the standard
+// OTEL_EXPORTER_OTLP_* variables) and the trace context of the call. What the
+// collector wrote is one trace: the service's span -> ensure -> batch -> engine run
+// -> the engine's `pulumi` root -> ... -> the provider's `UserGroup create` -> its
+// HTTP requests, with the timing attributes (queued time, lease wait, rate-budget
+// wait, the retry of a 503) and the fleet's metrics; and no secret anywhere in it.
+import { context, metrics, propagation, SpanKind, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UserGroupFleet } from "../../provider/automation";
+import { ancestors, type CollectedSpan, type OtelCollector, renderSpanTree, startOtelCollector } from "../../testkit/otel-collector";
+import { useStackFixture } from "../support/stack-fixture";
+
+const tag = randomBytes(5).toString("hex");
+const CANARY = {
+  apiKey: `canary-fleet-apikey-${tag}`,
+  passphrase: `canary-fleet-passphrase-${tag}`,
+  property: `canary-fleet-property-${tag}`,
+  mapping: `canary-fleet-mapping-${tag}`,
+};
+const { server, env, runOptions } = useStackFixture({ label: "collector-fleet", apiKeys: [CANARY.apiKey], passphrase: CANARY.passphrase });
+
+let collector: OtelCollector;
+let tracerProvider: BasicTracerProvider;
+let meterProvider: MeterProvider;
+
+beforeAll(async () => {
+  collector = await startOtelCollector();
+  // The service's SDK (docs/observability.md, "Turning it on"), exporting over OTLP/gRPC.
+  const resource = resourceFromAttributes({ "service.name": "onboarding-service" });
+  tracerProvider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: collector.grpcEndpoint }), { scheduledDelayMillis: 200 })],
+  });
+  meterProvider = new MeterProvider({
+    resource,
+    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: collector.grpcEndpoint }), exportIntervalMillis: 60_000 })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(tracerProvider);
+  metrics.setGlobalMeterProvider(meterProvider);
+});
+
+afterAll(async () => {
+  await tracerProvider?.shutdown();
+  await meterProvider?.shutdown();
+  trace.disable();
+  metrics.disable();
+  propagation.disable();
+  context.disable();
+  await collector?.stop();
+});
+
+describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
+  it("is one trace from the service's span through ensure, the engine run and the provider to its HTTP requests, with timings and no secret", async () => {
+    const fleet = new UserGroupFleet(
+      runOptions("signups", {
+        workDir: path.join(env.workDir, "signups"),
+        // The engine exports to the application's collector: OTLP over gRPC, as the service's exporter says.
+        envVars: {
+          ...runOptions("signups").envVars,
+          OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+          OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint,
+          // A key's rate budget of 20 requests a second (the global test setup turns pacing off).
+          USER_GROUPS_RATE_LIMIT: "20/1",
+        },
+      }),
+    );
+    // The create's first PUT is answered 503 once: the provider retries it.
+    server.setFaults([{ method: "PUT", action: "status", status: 503, times: 1 }]);
+    let signUp: { traceId: string; spanId: string };
+    try {
+      signUp = await trace.getTracer("onboarding-service").startActiveSpan("POST /sign-up", { kind: SpanKind.SERVER }, async (span) => {
+        try {
+          const result = await fleet.ensure({ name: "Traced Inc", userGroupId: "traced-inc", mapping: { role: CANARY.mapping }, properties: { note: CANARY.property } });
+          expect(result.change).toBe("create");
+        } finally {
+          span.end();
+        }
+        return span.spanContext();
+      });
+    } finally {
+      await fleet.close();
+      server.setFaults([]);
+    }
+    await tracerProvider.forceFlush();
+    await meterProvider.forceFlush();
+
+    const inTrace = (s: CollectedSpan) => s.traceId === signUp.traceId;
+    // Until the whole chain is there: the retried PUT's ancestors reach the service's span (the collector writes as it receives).
+    const complete = (all: CollectedSpan[]) => {
+      const mine = all.filter(inTrace);
+      const retry = mine.find((s) => s.name === "PUT" && s.attributes["http.request.resend_count"] === 1);
+      return retry !== undefined && ancestors(mine, retry).at(-1)?.spanId === signUp.spanId;
+    };
+    const spans = (await collector.waitForSpans(complete, 30_000)).filter(inTrace);
+    const text = renderSpanTree(spans, ["user_groups.queued_ms", "user_groups.lease.wait_ms", "user_groups.rate_budget.wait_ms", "http.response.status_code", "http.request.resend_count"]);
+    const named = (name: string, service?: string) => spans.filter((s) => s.name === name && (service === undefined || s.service === service));
+
+    // The HTTP requests of the create: the 503, its retry (a sibling, resend_count 1), each under `UserGroup create`.
+    const [create] = named("UserGroup create", "pulumi-user-groups-dynamic-provider");
+    expect(create, text).toBeDefined();
+    expect(create!.attributes["user_groups.user_group_id"]).toBe("traced-inc");
+    const requests = spans.filter((s) => s.parentSpanId === create!.spanId);
+    expect(requests.every((r) => r.kind === "CLIENT" && r.name === r.attributes["http.request.method"]), text).toBe(true);
+    const failed = requests.find((r) => r.name === "PUT" && r.attributes["http.response.status_code"] === 503);
+    const retried = requests.find((r) => r.name === "PUT" && r.attributes["http.request.resend_count"] === 1);
+    expect(failed, text).toMatchObject({ statusCode: 2, attributes: expect.objectContaining({ "error.type": "503" }) });
+    expect(retried, text).toMatchObject({ attributes: expect.objectContaining({ "http.response.status_code": 200 }) });
+    expect(retried!.startMs).toBeGreaterThanOrEqual(failed!.endMs);
+    // Each attempt says how long it waited for a slot of the key's rate budget.
+    for (const r of requests) expect(r.attributes["user_groups.rate_budget.wait_ms"], text).toEqual(expect.any(Number));
+
+    // Its ancestry, across three processes, up to the service's span: the provider process's server span, the
+    // engine's client span, the engine's root `pulumi`, the fleet's engine run, batch and ensure, the service.
+    const chain = ancestors(spans, retried!);
+    const lineage = chain.map((s) => `${s.service}: ${s.name}`);
+    const expected = [
+      "pulumi-user-groups-dynamic-provider: UserGroup create",
+      "pulumi-user-groups-dynamic-provider: pulumirpc.ResourceProvider/Create",
+      "pulumi-cli: pulumirpc.ResourceProvider/Create",
+      "pulumi-cli: pulumi",
+      "onboarding-service: user_groups.engine.up",
+      "onboarding-service: user_groups.fleet.batch",
+      "onboarding-service: user_groups.fleet.ensure",
+      "onboarding-service: POST /sign-up",
+    ];
+    expect(lineage.filter((p) => expected.includes(p)), text).toEqual(expected);
+    expect(chain.at(-1)!.spanId).toBe(signUp.spanId); // the service's span is the root of it all
+    expect(chain.at(-1)!.parentSpanId).toBeUndefined();
+    // Kinds: the engine's call is CLIENT, the provider's answer SERVER.
+    expect(chain[1]!.kind).toBe("SERVER");
+    expect(chain[2]!.kind).toBe("CLIENT");
+    // Each child starts and ends within its parent (1 ms of slack: each process and span has its own clock anchor).
+    for (const [child, parent] of [retried!, ...chain].map((s, i, all) => [s, all[i + 1]] as const)) {
+      if (!parent) continue;
+      expect(child.startMs, `${child.name} in ${parent.name}`).toBeGreaterThanOrEqual(parent.startMs - 1);
+      expect(child.endMs, `${child.name} in ${parent.name}`).toBeLessThanOrEqual(parent.endMs + 1);
+    }
+
+    // The fleet's timing attributes: the ensure's time queued, its batch and shard; the lease wait before the run.
+    const [ensure] = named("user_groups.fleet.ensure");
+    expect(ensure!.attributes).toMatchObject({ "user_groups.operation": "ensure", "user_groups.user_group_id": "traced-inc", "user_groups.batch.size": 1, "user_groups.shard": 0, "user_groups.outcome": "create" });
+    expect(ensure!.attributes["user_groups.queued_ms"]).toEqual(expect.any(Number));
+    const batch = chain.find((s) => s.name === "user_groups.fleet.batch")!;
+    const waits = spans.filter((s) => s.name === "user_groups.lease.wait" && s.parentSpanId === batch.spanId);
+    expect(waits.length, text).toBeGreaterThanOrEqual(1);
+    expect(waits[0]!.attributes["user_groups.lease.wait_ms"]).toEqual(expect.any(Number));
+    const up = chain.find((s) => s.name === "user_groups.engine.up")!;
+    expect(up.attributes).toMatchObject({ "user_groups.operation": "up", "user_groups.stack": "signups" });
+    expect(up.startMs).toBeGreaterThanOrEqual(waits.at(-1)!.endMs - 1);
+
+    // The service's metrics reached the collector too.
+    const wanted = ["user_groups.fleet.request.duration", "user_groups.fleet.batch.size", "user_groups.engine.runs", "user_groups.engine.run.duration", "user_groups.lease.wait"];
+    const points = await collector.waitForMetrics((all) => wanted.every((name) => all.some((p) => p.name === name)));
+    const ensured = points.filter((p) => p.name === "user_groups.fleet.request.duration" && p.attributes["user_groups.outcome"] === "create");
+    expect(ensured.at(-1)).toMatchObject({ type: "histogram", unit: "s", service: "onboarding-service", count: 1 });
+    expect(points.filter((p) => p.name === "user_groups.engine.runs" && p.attributes["user_groups.operation"] === "up").at(-1)?.value).toBeGreaterThanOrEqual(1);
+
+    // No secret anywhere the collector wrote: the API key, the passphrase, property and mapping values, the group's token.
+    const tokens = server.groups().map((g) => g.token);
+    expect(tokens).toHaveLength(1);
+    const exported = readFileSync(collector.tracesFile, "utf8") + readFileSync(collector.metricsFile, "utf8");
+    for (const canary of [...Object.values(CANARY), ...tokens]) expect(exported).not.toContain(canary);
+  });
+});
