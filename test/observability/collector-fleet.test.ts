@@ -144,10 +144,12 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
     // Kinds: the engine's call is CLIENT, the provider's answer SERVER.
     expect(chain[1]!.kind).toBe("SERVER");
     expect(chain[2]!.kind).toBe("CLIENT");
-    // Each child starts and ends within its parent (1 ms of slack: each process and span has its own clock anchor).
+    // Each child starts and ends within its parent (1 ms of slack: each process and span has its own clock anchor),
+    // but the batch: it answers its callers (their ensure spans end) before it releases the lease and ends.
     for (const [child, parent] of [retried!, ...chain].map((s, i, all) => [s, all[i + 1]] as const)) {
       if (!parent) continue;
       expect(child.startMs, `${child.name} in ${parent.name}`).toBeGreaterThanOrEqual(parent.startMs - 1);
+      if (child.name === "user_groups.fleet.batch") continue;
       expect(child.endMs, `${child.name} in ${parent.name}`).toBeLessThanOrEqual(parent.endMs + 1);
     }
 
