@@ -16,6 +16,7 @@ import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { RATE_BUDGET_ENV, rateBudgetFromEnv } from "../../provider/client/rate-budget";
 import { type CollectedSpan, type OtelCollector, renderSpanTree, spanTree, startOtelCollector } from "../../testkit/otel-collector";
+import { renderWaterfallSvg } from "../../testkit/trace-svg";
 
 const CANARIES = {
   apiKey: "canary-api-key-c0113c70r",
@@ -129,5 +130,11 @@ describe("the HTTP client's spans in a real OpenTelemetry Collector", () => {
     // Nothing secret reached the collector: not the API key, the tokens, the property or mapping values, the URL's password.
     const exported = readFileSync(collector.tracesFile, "utf8");
     for (const canary of [...Object.values(CANARIES), ...tokens]) expect(exported).not.toContain(canary);
+
+    // The waterfall of it (as docs/observability.md's pictures): a row per span, by depth, names and times only.
+    const svg = renderWaterfallSvg(mine, { title: "sign-up" });
+    const rows = [...svg.matchAll(/<text x="(\d+)" y="[\d.]+" fill="#222">([^<]+)<\/text>/g)].map((m) => [Number(m[1]), m[2]]);
+    expect(rows).toEqual([[20, "POST /sign-up"], ...requests.map((r) => [32, r.name])]);
+    for (const hidden of ["collected-1", "/api/user", "127.0.0.1", ...Object.values(CANARIES), ...tokens]) expect(svg).not.toContain(hidden);
   });
 });
