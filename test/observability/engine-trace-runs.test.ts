@@ -8,7 +8,7 @@ import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -109,7 +109,7 @@ describe("a provisioning run under the caller's span", { timeout: 120_000 }, () 
 describe("the preload when tracing is off", () => {
   /** The modules of the OpenTelemetry SDK a node process with the preload has loaded. */
   function sdkModulesLoaded(script: string, env: NodeJS.ProcessEnv): string[] {
-    const out = execFileSync(process.execPath, ["--require", PRELOAD, script], { env: { PATH: process.env.PATH, ...env }, encoding: "utf8" });
+    const out = execFileSync(process.execPath, ["--require", PRELOAD, script], { env: { PATH: process.env.PATH, ...env }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
     return (JSON.parse(out) as string[]).filter((file) => /@opentelemetry[\\/](sdk-|exporter-|context-async-hooks|resources)/.test(file));
   }
   const PRINT = "process.stdout.write(JSON.stringify(Object.keys(require.cache)))";
@@ -123,6 +123,7 @@ describe("the preload when tracing is off", () => {
     // Where Pulumi's dynamic-provider host lives (the preload knows it by its path).
     const providerMain = path.join(dir, "node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js");
     mkdirSync(path.dirname(providerMain), { recursive: true });
+    symlinkSync(path.join(REPO_ROOT, "node_modules/@grpc"), path.join(dir, "node_modules/@grpc"), "dir"); // the host's grpc-js
     writeFileSync(providerMain, PRINT);
     const other = path.join(dir, "program.js");
     writeFileSync(other, PRINT);
