@@ -12,6 +12,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SpanStatusCode } from "@opentelemetry/api";
 import { provisionUserGroups } from "../../provider/automation";
 import { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions } from "../../provider/automation/engine";
 import { REPO_ROOT } from "../support/pulumi-env";
@@ -72,7 +73,7 @@ describe("engineTraceOptions", () => {
 });
 
 describe("a provisioning run under the caller's span", { timeout: 120_000 }, () => {
-  const { runOptions, envVars } = useStackFixture({ label: "engine-trace-runs", passphrase: "engine-trace-runs-passphrase" });
+  const { runOptions, envVars, server } = useStackFixture({ label: "engine-trace-runs", passphrase: "engine-trace-runs-passphrase" });
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(tmpdir(), "engine-trace-runs-"));
@@ -103,6 +104,25 @@ describe("a provisioning run under the caller's span", { timeout: 120_000 }, () 
     expect(chain[1]).toMatchObject({ service: "pulumi-cli", name: "pulumirpc.ResourceProvider/Create", kind: SPAN_KIND.CLIENT });
     expect(chain.at(-1)?.spanId).toBe(root!.spanId);
     expect(childrenOf(spans, create!).map((span) => span.name)).toContain("GET");
+  });
+
+  it("an operation's span records a failure by its code, never its message, and the HTTP spans are its children", async () => {
+    exporter.reset();
+    // From dist/, as the providers run it (its HTTP client is required lazily, which the sources under vitest cannot).
+    const { UserGroupLifecycle } = require(path.join(REPO_ROOT, "dist/provider/logic/lifecycle.js")) as typeof import("../../provider/logic/lifecycle");
+    const lifecycle = new UserGroupLifecycle({ env: { USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: envVars().USER_GROUPS_API_KEY, USER_GROUPS_RATE_LIMIT: "off" }, debugSink: () => {} });
+    const inputs = { name: "Taken name", userGroupId: "traced-run", mapping: {}, adoptExisting: false, properties: { note: "property-canary" } };
+    await expect(tracer.startActiveSpan("caller", async (span) => lifecycle.create(inputs).finally(() => span.end()))).rejects.toMatchObject({ code: "user_group_exists" });
+    const spans = exporter.getFinishedSpans();
+    const create = spans.find((span) => span.name === "UserGroup create");
+    const caller = spans.find((span) => span.name === "caller");
+    expect(create?.parentSpanContext?.spanId).toBe(caller?.spanContext().spanId);
+    expect(create?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(create?.attributes).toEqual({ "user_groups.operation": "create", "user_groups.user_group_id": "traced-run", "error.type": "user_group_exists", "user_groups.outcome": "error" });
+    expect(create?.events).toEqual([]);
+    const requests = spans.filter((span) => span.parentSpanContext?.spanId === create?.spanContext().spanId);
+    expect(requests.map((span) => span.name)).toContain("GET");
+    expect(JSON.stringify(spans.map((span) => [span.name, span.attributes]))).not.toMatch(/property-canary|Taken name/);
   });
 });
 
