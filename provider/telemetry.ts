@@ -24,16 +24,21 @@ export interface TelemetryAttributes {
   readonly "user_groups.user_group_id"?: string;
   readonly "user_groups.rate_budget.wait_ms"?: number;
   readonly "user_groups.retry_after_ms"?: number;
+  // Engine trace (issue #35 item 1): a provider process's gRPC server span and the UserGroup operation spans.
+  readonly "rpc.system"?: string;
+  readonly "rpc.service"?: string;
+  readonly "rpc.method"?: string;
+  readonly "rpc.grpc.status_code"?: number;
+  readonly "user_groups.operation"?: string;
+  readonly "user_groups.outcome"?: string;
   // Fleet, provisioning, lease, engine-run and CLI spans (docs/observability.md, "What is traced").
   // Identifiers, counts, codes and times only: a stack or shard name, never a config value.
-  readonly "user_groups.operation"?: string;
   readonly "user_groups.stack"?: string;
   readonly "user_groups.shard"?: number;
   readonly "user_groups.shard_count"?: number;
   readonly "user_groups.group_count"?: number;
   readonly "user_groups.batch.size"?: number;
   readonly "user_groups.queued_ms"?: number;
-  readonly "user_groups.outcome"?: string;
   readonly "user_groups.lease.wait_ms"?: number;
   readonly "user_groups.lease.refusals"?: number;
   readonly "user_groups.lease.holder"?: string;
@@ -63,15 +68,20 @@ const ALLOWED: Readonly<Record<AttributeName, "string" | "number">> = {
   "user_groups.user_group_id": "string",
   "user_groups.rate_budget.wait_ms": "number",
   "user_groups.retry_after_ms": "number",
-  // Fleet, provisioning, lease, engine-run and CLI spans.
+  // Engine trace (issue #35 item 1).
+  "rpc.system": "string",
+  "rpc.service": "string",
+  "rpc.method": "string",
+  "rpc.grpc.status_code": "number",
   "user_groups.operation": "string",
+  "user_groups.outcome": "string",
+  // Fleet, provisioning, lease, engine-run and CLI spans.
   "user_groups.stack": "string",
   "user_groups.shard": "number",
   "user_groups.shard_count": "number",
   "user_groups.group_count": "number",
   "user_groups.batch.size": "number",
   "user_groups.queued_ms": "number",
-  "user_groups.outcome": "string",
   "user_groups.lease.wait_ms": "number",
   "user_groups.lease.refusals": "number",
   "user_groups.lease.holder": "string",

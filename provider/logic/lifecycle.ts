@@ -2,6 +2,7 @@
 // read, update, delete), shared by both ways Pulumi runs it: the dynamic
 // provider (resource/runtime.ts) and the provider plugin (plugin/provider.ts).
 // Each of them is a thin shell that adapts Pulumi's calling convention to this.
+import { type Span, SpanStatusCode } from "@opentelemetry/api";
 import { saveCompileCache } from "../compile-cache";
 import type { UserGroupsClient } from "../client/http-client";
 import { rateBudgetFromEnv } from "../client/rate-budget";
@@ -11,6 +12,8 @@ import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolve
 import { diffUserGroup, type DiffOutcome } from "./diff";
 import { type CheckedInputs, type CheckResult, checkInputs, type UserGroupOutputs } from "./inputs";
 import { createUserGroup, deleteUserGroup, readUserGroup, type ReadOutcome, updateUserGroup } from "./operations";
+import { allowedAttributes, errorType, packageTracer } from "../telemetry";
+import { PACKAGE_VERSION } from "../version";
 
 export const DEBUG_ENV = "USER_GROUPS_DEBUG";
 
@@ -38,6 +41,59 @@ function httpClient(): HttpClientModule {
   return httpClientModule;
 }
 
+/** The operations that have a span (`UserGroup create`, ...). */
+export type TracedOperation = "create" | "read" | "update" | "delete" | "diff";
+
+const tracer = packageTracer(PACKAGE_VERSION);
+
+/** A group's id as recorded: only a string (the inputs are not checked yet when a call is malformed). */
+function groupIdOf(props: Record<string, unknown>): string | undefined {
+  return typeof props.userGroupId === "string" ? props.userGroupId : undefined;
+}
+
+/** Records a failure on an operation's span: its code only, never its message (it may quote a body). */
+function recordFailure(span: Span, error: unknown): void {
+  const code = (error as { code?: unknown } | null)?.code;
+  span.setAttributes(allowedAttributes({ "error.type": errorType(typeof code === "string" || typeof code === "number" ? code : undefined), "user_groups.outcome": "error" }));
+  span.setStatus({ code: SpanStatusCode.ERROR });
+}
+
+/**
+ * Runs one operation inside its span (`UserGroup <operation>`, the child of the
+ * span active now: in a provider process traced for the engine, the gRPC call's
+ * server span), so the HTTP client's spans are its children. With no SDK
+ * registered the span is the API's no-op.
+ */
+function traced<T>(operation: TracedOperation, userGroupId: string | undefined, run: () => T, outcome?: (result: Awaited<T>) => string): T {
+  return tracer.startActiveSpan(`UserGroup ${operation}`, { attributes: allowedAttributes({ "user_groups.operation": operation, "user_groups.user_group_id": userGroupId }) }, (span) => {
+    let result: T;
+    try {
+      result = run();
+    } catch (error) {
+      recordFailure(span, error);
+      span.end();
+      throw error;
+    }
+    if (!(result instanceof Promise)) {
+      if (span.isRecording()) span.setAttributes(allowedAttributes({ "user_groups.outcome": outcome?.(result as Awaited<T>) ?? "ok" }));
+      span.end();
+      return result;
+    }
+    return result.then(
+      (value: Awaited<T>) => {
+        if (span.isRecording()) span.setAttributes(allowedAttributes({ "user_groups.outcome": outcome?.(value) ?? "ok" }));
+        span.end();
+        return value;
+      },
+      (error: unknown) => {
+        recordFailure(span, error);
+        span.end();
+        throw error;
+      },
+    ) as T;
+  });
+}
+
 export class UserGroupLifecycle {
   private config: ConfigLookup = () => undefined;
   /** One keep-alive client per (base URL, API key) for the life of the process. */
@@ -56,27 +112,37 @@ export class UserGroupLifecycle {
 
   /** `olds` are the old outputs, `news` the checked new inputs. */
   diff(olds: Record<string, unknown>, news: Record<string, unknown>): DiffOutcome {
-    return diffUserGroup(olds as Partial<CheckedInputs>, news as unknown as CheckedInputs);
+    return traced(
+      "diff",
+      groupIdOf(news) ?? groupIdOf(olds),
+      () => diffUserGroup(olds as Partial<CheckedInputs>, news as unknown as CheckedInputs),
+      (outcome) => (outcome.replaces.length > 0 ? "replace" : outcome.changes ? "update" : "same"),
+    );
   }
 
   create(inputs: Record<string, unknown>): Promise<UserGroupOutputs> {
     const checked = inputs as unknown as CheckedInputs;
-    return createUserGroup(this.clientFor(checked.profile), checked);
+    return traced("create", groupIdOf(inputs), () => createUserGroup(this.clientFor(checked.profile), checked));
   }
 
   read(olds: Record<string, unknown>): Promise<ReadOutcome> {
     const held = olds as unknown as UserGroupOutputs;
-    return readUserGroup(this.clientFor(held.profile, "refresh"), held);
+    return traced(
+      "read",
+      groupIdOf(olds),
+      () => readUserGroup(this.clientFor(held.profile, "refresh"), held),
+      (outcome) => (outcome.found ? "found" : "gone"),
+    );
   }
 
   update(olds: Record<string, unknown>, news: Record<string, unknown>): Promise<UserGroupOutputs> {
     const checked = news as unknown as CheckedInputs;
-    return updateUserGroup(this.clientFor(checked.profile), olds as unknown as UserGroupOutputs, checked);
+    return traced("update", groupIdOf(news), () => updateUserGroup(this.clientFor(checked.profile), olds as unknown as UserGroupOutputs, checked));
   }
 
   delete(olds: Record<string, unknown>): Promise<void> {
     const held = olds as unknown as UserGroupOutputs;
-    return deleteUserGroup(this.clientFor(held.profile, "destroy"), held);
+    return traced("delete", groupIdOf(olds), () => deleteUserGroup(this.clientFor(held.profile, "destroy"), held));
   }
 
   /** `stateOnly`: an operation Pulumi runs with the provider config the state recorded (a refresh or a destroy without the program). */

@@ -5,6 +5,7 @@ export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } f
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./engine-errors";
 export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
 export { declareGroup } from "./program";
+export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./engine-trace";
 export { type LeasedRunHooks, runFailure, runOnce } from "./run-once";
 export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";

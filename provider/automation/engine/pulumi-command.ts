@@ -1,10 +1,39 @@
 // The Pulumi CLI, found and version-checked once per process and PATH rather
 // than once per workspace: a sharded run opens a workspace per shard, and each
-// would otherwise start the CLI once more only to read its version.
+// would otherwise start the CLI once more only to read its version. Each engine
+// run through it is given the trace options of the moment (engine-trace.ts).
 import { PulumiCommand } from "@pulumi/pulumi/automation";
+import { ENGINE_COMMANDS, engineTraceDestination, engineTraceOptions, mergedNodeOptions } from "./engine-trace";
 
 const SKIP_VERSION_CHECK = "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK";
 const found = new Map<string, Promise<PulumiCommand>>();
+
+/** PulumiCommand's `run` (marked internal in its declarations): what every workspace and stack command goes through. */
+type Run = (args: string[], cwd: string, additionalEnv: Record<string, string>, ...rest: unknown[]) => Promise<unknown>;
+
+/**
+ * The command, with each engine run (up, preview, refresh, destroy, import)
+ * given engineTraceOptions in the context active when it starts: TRACEPARENT of
+ * the caller's span, and with a destination (engineTraceDestination of the
+ * run's environment over this process's) `--otel-traces` and the preload in
+ * NODE_OPTIONS. Other commands, and runs with no span and no destination, go as they were.
+ */
+export function withEngineTrace(command: PulumiCommand): PulumiCommand {
+  const run = (command as unknown as { run: Run }).run;
+  if (typeof run !== "function") return command;
+  const traced = Object.create(command) as PulumiCommand & { run: Run };
+  traced.run = function (args, cwd, additionalEnv, ...rest) {
+    if (!ENGINE_COMMANDS.has(args[0] ?? "")) return run.call(command, args, cwd, additionalEnv, ...rest);
+    const env = { ...process.env, ...additionalEnv };
+    const options = engineTraceOptions(engineTraceDestination(env));
+    if (options.args.length === 0 && Object.keys(options.envVars).length === 0) return run.call(command, args, cwd, additionalEnv, ...rest);
+    const runEnv: Record<string, string> = { ...additionalEnv, ...options.envVars };
+    const nodeOptions = mergedNodeOptions(env.NODE_OPTIONS, options.envVars.NODE_OPTIONS);
+    if (nodeOptions !== undefined) runEnv.NODE_OPTIONS = nodeOptions;
+    return run.call(command, [...args, ...options.args], cwd, runEnv, ...rest);
+  };
+  return traced;
+}
 
 /** The `pulumi` on this process's PATH, as LocalWorkspace would find it (`envVars` may skip the version check, as there). */
 export function pulumiCommandOnPath(envVars: Readonly<Record<string, string>> = {}): Promise<PulumiCommand> {
@@ -12,7 +41,7 @@ export function pulumiCommandOnPath(envVars: Readonly<Record<string, string>> = 
   const key = `${skipVersionCheck}\u0000${process.env.PATH ?? ""}`;
   let command = found.get(key);
   if (command === undefined) {
-    command = PulumiCommand.get({ skipVersionCheck });
+    command = PulumiCommand.get({ skipVersionCheck }).then(withEngineTrace);
     found.set(key, command);
     // A missing CLI is asked for again next time (it may have been installed since).
     command.catch(() => {

@@ -1,0 +1,178 @@
+// A provider process's tracing when the Pulumi engine runs with `--otel-traces`
+// (loaded by telemetry-preload.ts only then): a tracer provider exporting over
+// OTLP gRPC to the engine's own receiver, the W3C propagator, an async-hooks
+// context manager (NodeTracerProvider.register), and a SERVER span around each
+// unary gRPC call of the provider's server, the child of the engine's CLIENT
+// span whose `traceparent` came in the call's metadata. The UserGroup spans
+// (logic/lifecycle.ts) and the HTTP client's spans run inside it.
+//
+// The engine kills its plugins (SIGKILL) as soon as it is done with them, so
+// spans left in a buffer would be lost: each call's spans are flushed to the
+// receiver before its answer goes back (at most FLUSH_CAP_MS, so a receiver
+// that stopped answering never holds a call up for long).
+//
+// The SDK packages are @pulumi/pulumi's own dependencies, loaded through it (as
+// plugin/server-hooks.ts loads its grpc-js): the package itself depends only on
+// @opentelemetry/api.
+import { createRequire } from "node:module";
+import { context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
+import { allowedAttributes, errorType, packageTracer } from "./telemetry";
+import { PACKAGE_VERSION } from "./version";
+
+/** The longest a call's answer waits for its spans to reach the receiver. */
+export const FLUSH_CAP_MS = 2_000;
+
+/** The names the process has in the trace (`service.name`). */
+export const SERVICE_NAMES = {
+  dynamic: "pulumi-user-groups-dynamic-provider",
+  plugin: "pulumi-resource-user-groups",
+} as const;
+
+interface TracerProviderLike {
+  register(config: { propagator: unknown }): void;
+  forceFlush(): Promise<void>;
+}
+interface SdkTraceNode {
+  NodeTracerProvider: new (config: { resource: unknown; spanProcessors: unknown[] }) => TracerProviderLike;
+}
+interface SdkTraceBase {
+  BatchSpanProcessor: new (exporter: unknown, config?: { scheduledDelayMillis?: number }) => unknown;
+}
+interface OtlpGrpcExporter {
+  OTLPTraceExporter: new (config: { url: string }) => unknown;
+}
+interface Core {
+  W3CTraceContextPropagator: new () => unknown;
+}
+interface Resources {
+  resourceFromAttributes(attributes: Record<string, string>): unknown;
+}
+
+interface MethodDefinition {
+  readonly path: string;
+  readonly requestStream: boolean;
+  readonly responseStream: boolean;
+}
+type Callback = (error: unknown, ...rest: unknown[]) => void;
+interface ServerCall {
+  readonly metadata?: { getMap(): Record<string, unknown> };
+}
+type UnaryHandler = (this: unknown, call: ServerCall, callback: Callback) => unknown;
+interface GrpcModule {
+  Server: { prototype: { addService(service: Record<string, MethodDefinition>, implementation: Record<string, unknown>): void } };
+  status: Record<string, number | string>;
+}
+
+let flushSpans: (() => Promise<void>) | undefined;
+
+/** A metadata map's value as text (grpc-js gives strings, or Buffers for `-bin` keys). */
+const metadataGetter: TextMapGetter<Record<string, unknown>> = {
+  keys: (carrier) => Object.keys(carrier),
+  get: (carrier, key) => {
+    const value = carrier[key];
+    return typeof value === "string" ? value : undefined;
+  },
+};
+
+/** The receiver's address as a URL: it listens on 127.0.0.1 but names itself `localhost` (which may resolve to ::1 first). */
+export function receiverUrl(endpoint: string): string {
+  const address = endpoint.replace(/^[a-z]+:\/\//i, "");
+  return `http://${address.replace(/^localhost(?=:|$)/i, "127.0.0.1")}`;
+}
+
+/**
+ * Registers the tracer provider, propagator and context manager, and hooks the
+ * gRPC server the provider is about to start. Once per process; true when on.
+ */
+export function startProviderTracing(endpoint: string, provider: keyof typeof SERVICE_NAMES): boolean {
+  if (flushSpans !== undefined) return true;
+  // What @pulumi/pulumi itself loads: the same grpc-js as its provider servers.
+  const pulumiRequire = createRequire(require.resolve("@pulumi/pulumi"));
+  const { NodeTracerProvider } = pulumiRequire("@opentelemetry/sdk-trace-node") as SdkTraceNode;
+  const { BatchSpanProcessor } = pulumiRequire("@opentelemetry/sdk-trace-base") as SdkTraceBase;
+  const { OTLPTraceExporter } = pulumiRequire("@opentelemetry/exporter-trace-otlp-grpc") as OtlpGrpcExporter;
+  const { W3CTraceContextPropagator } = pulumiRequire("@opentelemetry/core") as Core;
+  const { resourceFromAttributes } = pulumiRequire("@opentelemetry/resources") as Resources;
+  const tracerProvider = new NodeTracerProvider({
+    // No resource detectors: the process's command line and environment stay out of the trace.
+    resource: resourceFromAttributes({ "service.name": SERVICE_NAMES[provider], "service.version": PACKAGE_VERSION }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: receiverUrl(endpoint) }))],
+  });
+  tracerProvider.register({ propagator: new W3CTraceContextPropagator() });
+  flushSpans = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FLUSH_CAP_MS);
+      timer.unref();
+      tracerProvider.forceFlush().then(
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        () => {
+          clearTimeout(timer);
+          resolve(); // an export that failed costs the trace, never the call
+        },
+      );
+    });
+  hookGrpcServer(pulumiRequire("@grpc/grpc-js") as GrpcModule, flushSpans);
+  return true;
+}
+
+/** Flushes the spans ended so far (no-op when tracing is off). */
+export function flushProviderSpans(): Promise<void> {
+  return flushSpans?.() ?? Promise.resolve();
+}
+
+/** Wraps each unary handler a server registers from now on in a SERVER span. */
+function hookGrpcServer(grpc: GrpcModule, flush: () => Promise<void>): void {
+  const statusNames = new Map<number, string>();
+  for (const [name, value] of Object.entries(grpc.status)) if (typeof value === "number") statusNames.set(value, name);
+  const tracer = packageTracer(PACKAGE_VERSION);
+  const prototype = grpc.Server.prototype;
+  const addService = prototype.addService;
+  prototype.addService = function (this: unknown, service, implementation) {
+    const traced: Record<string, unknown> = { ...implementation };
+    for (const [name, method] of Object.entries(service)) {
+      const handler = implementation[name];
+      if (typeof handler !== "function" || method.requestStream || method.responseStream) continue;
+      traced[name] = tracedHandler(method.path, handler as UnaryHandler, implementation);
+    }
+    addService.call(this, service, traced);
+  };
+
+  function tracedHandler(methodPath: string, handler: UnaryHandler, self: unknown): UnaryHandler {
+    const [service = "", method = ""] = methodPath.replace(/^\//, "").split("/");
+    const name = `${service}/${method}`;
+    return (call, callback) => {
+      const parent = propagation.extract(ROOT_CONTEXT, call.metadata?.getMap() ?? {}, metadataGetter);
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: allowedAttributes({ "rpc.system": "grpc", "rpc.service": service, "rpc.method": method }) }, parent);
+      let answered = false;
+      const reply: Callback = (error, ...rest) => {
+        if (answered) return;
+        answered = true;
+        endSpan(span, error);
+        void flush().then(() => callback(error, ...rest));
+      };
+      try {
+        return context.with(trace.setSpan(parent, span), () => handler.call(self, call, reply));
+      } catch (error) {
+        if (!answered) {
+          answered = true;
+          endSpan(span, error);
+        }
+        throw error;
+      }
+    };
+  }
+
+  function endSpan(span: Span, error: unknown): void {
+    const raw = error === null || error === undefined ? 0 : (error as { code?: unknown }).code;
+    const code = typeof raw === "number" ? raw : 2; // UNKNOWN: an error without a gRPC status
+    span.setAttributes(allowedAttributes({ "rpc.grpc.status_code": code }));
+    if (code !== 0) {
+      span.setAttributes(allowedAttributes({ "error.type": errorType(statusNames.get(code) ?? code) }));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
+  }
+}
