@@ -14,6 +14,23 @@ const { KILL_GRACE_MS } = require("./program-processes.js");
  */
 const EXIT_AFTER_USER_ACTIONABLE_MESSAGE = 32;
 
+/** A W3C traceparent (version 00): what the program's SDK parents its spans on. */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * The engine's span of this Run call, from the call's gRPC metadata (the engine sends a
+ * `traceparent` when it runs with --otel-traces): passed to the program as TRACEPARENT,
+ * which @pulumi/pulumi's runner reads to trace the program under it, as Pulumi's own
+ * language host does. Undefined when there is none (or it is malformed).
+ * @param {any} call
+ * @returns {string | undefined}
+ */
+function traceparentOf(call) {
+  const values = typeof call?.metadata?.get === "function" ? call.metadata.get("traceparent") : [];
+  const value = Array.isArray(values) ? values[0] : undefined;
+  return typeof value === "string" && TRACEPARENT.test(value) ? value : undefined;
+}
+
 /**
  * @param {import("./service.js").HostContext} host
  * @param {any} call
@@ -34,7 +51,9 @@ async function run(host, call) {
 
   const command = programCommand(req, info, host.settings);
   if (command.error !== undefined) return response(command.error);
-  const { args, env } = command;
+  const { args } = command;
+  const traceparent = traceparentOf(call);
+  const env = traceparent === undefined ? command.env : { ...command.env, TRACEPARENT: traceparent };
   const { running, interrupt } = host.processes;
 
   return new Promise((resolve) => {
@@ -86,4 +105,4 @@ async function run(host, call) {
   });
 }
 
-module.exports = { run };
+module.exports = { run, traceparentOf };

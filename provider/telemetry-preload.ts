@@ -33,8 +33,16 @@ export function startProviderTracingIfWanted(provider: "dynamic" | "plugin", alw
   const endpoint = env[OTLP_ENDPOINT_ENV];
   if (!endpoint) return false;
   if (!always && !isDynamicProviderProcess()) return false;
-  const sdk = require("./telemetry-sdk") as typeof import("./telemetry-sdk");
-  return sdk.startProviderTracing(endpoint, provider);
+  // The dynamic-provider host's own grpc-js (the program's @pulumi/pulumi may be another copy than ours).
+  const serverModule = provider === "dynamic" && isDynamicProviderProcess() ? process.argv[1] : undefined;
+  try {
+    const sdk = require("./telemetry-sdk") as typeof import("./telemetry-sdk");
+    return sdk.startProviderTracing(endpoint, provider, serverModule);
+  } catch (error) {
+    // Tracing never stops the provider: it runs untraced, and says why (a module that could not be loaded).
+    process.stderr.write(`pulumi-user-groups/otel-preload: tracing is off: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}\n`);
+    return false;
+  }
 }
 
 startProviderTracingIfWanted("dynamic");

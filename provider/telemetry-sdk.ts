@@ -82,9 +82,11 @@ export function receiverUrl(endpoint: string): string {
 
 /**
  * Registers the tracer provider, propagator and context manager, and hooks the
- * gRPC server the provider is about to start. Once per process; true when on.
+ * gRPC server the provider is about to start: the grpc-js that `serverModule`
+ * (the server's main module) resolves, by default @pulumi/pulumi's. Once per
+ * process; true when on.
  */
-export function startProviderTracing(endpoint: string, provider: keyof typeof SERVICE_NAMES): boolean {
+export function startProviderTracing(endpoint: string, provider: keyof typeof SERVICE_NAMES, serverModule?: string): boolean {
   if (flushSpans !== undefined) return true;
   // What @pulumi/pulumi itself loads: the same grpc-js as its provider servers.
   const pulumiRequire = createRequire(require.resolve("@pulumi/pulumi"));
@@ -114,7 +116,8 @@ export function startProviderTracing(endpoint: string, provider: keyof typeof SE
         },
       );
     });
-  hookGrpcServer(pulumiRequire("@grpc/grpc-js") as GrpcModule, flushSpans);
+  const serverRequire = serverModule === undefined ? pulumiRequire : createRequire(serverModule);
+  hookGrpcServer(serverRequire("@grpc/grpc-js") as GrpcModule, flushSpans);
   return true;
 }
 

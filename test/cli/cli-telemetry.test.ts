@@ -148,4 +148,29 @@ describe("user-groups with OTEL_*", () => {
     const token = server.groups().find((g) => g.user_group_id === "traced")!.token;
     for (const canary of [KEY, PASSPHRASE, PROPERTY_CANARY, token]) expect(everything).not.toContain(canary);
   }, 120_000);
+
+  it("up: the operation, its shard planning, lease wait and engine run under the command's span", async () => {
+    const file = path.join(env.workDir, "groups-2.yaml");
+    writeFileSync(file, `groups:\n  - { name: "Traced", userGroupId: traced, properties: { note: "${PROPERTY_CANARY}" } }\n  - { name: "Second", userGroupId: second }\n`);
+    const before = received.length;
+    const up = await cli(
+      { OTEL_TRACES_EXPORTER: "otlp", OTEL_METRICS_EXPORTER: "none", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${endpoint}/v1/traces` },
+      "up",
+      "--file",
+      file,
+      "--yes",
+    );
+    expect(up.code, up.stderr).toBe(0);
+    const spans = spansOf(received.slice(before).filter((p) => p.path === "/v1/traces").map((p) => p.body));
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const [root] = spans.filter((s) => s.name === "user-groups up");
+    expect(root!.parentSpanId ?? "").toBe(""); // no TRACEPARENT: the command's span is the root
+    const [operation] = spans.filter((s) => s.name === "user_groups.provision.up");
+    expect(operation!.parentSpanId).toBe(root!.spanId);
+    for (const name of ["user_groups.shards.plan", "user_groups.lease.wait", "user_groups.engine.up"]) {
+      const span = spans.find((s) => s.name === name && s.parentSpanId === operation!.spanId);
+      expect(span, `${name} under the operation: ${JSON.stringify(spans.map((s) => [s.name, byId.get(s.parentSpanId ?? "")?.name]))}`).toBeDefined();
+    }
+    expect(received.slice(before).some((p) => p.path === "/v1/metrics")).toBe(false); // OTEL_METRICS_EXPORTER=none
+  }, 120_000);
 });

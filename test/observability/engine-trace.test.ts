@@ -35,6 +35,8 @@ beforeAll(async () => {
   env = createCliEnv("engine-trace", [pluginBin]);
   mkdirSync(pluginBin, { recursive: true });
   writeFileSync(path.join(pluginBin, "pulumi-resource-user-groups"), `#!/bin/sh\nexec node ${JSON.stringify(path.join(REPO_ROOT, "dist/provider/plugin/main.js"))} "$@"\n`, { mode: 0o755 });
+  // And the language host of this checkout (the engine's directory has the copy scripts/ensure-pulumi installed).
+  writeFileSync(path.join(pluginBin, "pulumi-language-nodejs"), `#!/bin/sh\nexec node ${JSON.stringify(path.join(REPO_ROOT, "language-host/main.js"))} "$@"\n`, { mode: 0o755 });
 });
 afterAll(async () => {
   await server?.close();
@@ -106,7 +108,10 @@ describe("pulumi --otel-traces with the user-groups providers", { timeout: 120_0
     const stored = server.groups().find((group) => group.user_group_id === "traced-dynamic");
     expect(stored?.properties).toEqual({ secretish: CANARY.property });
     tokens.add(stored!.token);
-    // The engine's diff of the group (a check and diff on every up) has its span too, on the next run.
+    // Our language host passed the engine's span of the Run call to the program (TRACEPARENT): the SDK's spans are under it.
+    const programSpan = up.find((span) => span.service === "pulumi-sdk-nodejs");
+    expect(programSpan, described(up).join(", ")).toBeDefined();
+    expect(ancestors(up, programSpan!).map((span) => `${span.service}:${span.name}`)).toContain("pulumi-cli:pulumirpc.LanguageRuntime/Run");
 
     const refresh = await tracedRun(dir, ["refresh"], preload);
     const read = checkOperation(refresh, "read", "Read", "pulumi-user-groups-dynamic-provider", "traced-dynamic");
