@@ -18,7 +18,7 @@ const run = promisify(execFile);
 const API_KEY = "packed-test-key-0001";
 const PASSPHRASE = "pack-test-passphrase";
 
-/** What a user of the package needs, and nothing else: the product, its docs (with the plots they show), license and changelog. */
+/** What a user of the package needs, and nothing else: the product, its docs (with the plots and trace pictures they show), license and changelog. */
 const SHIPPED = [
   /^package\.json$/,
   /^README\.md$/,
@@ -27,7 +27,7 @@ const SHIPPED = [
   /^dist\/(provider|fake-server)\/.+\.(js|d\.ts)$/,
   /^docs\/[^/]+\.md$/,
   /^docs\/openapi\.json$/,
-  /^docs\/perf-[a-z-]+\.svg$/,
+  /^docs\/(perf|trace)-[a-z-]+\.svg$/,
   /^docs\/dashboard\.png$/,
   /^schema\/[^/]+\.schema\.json$/,
 ];
