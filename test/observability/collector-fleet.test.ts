@@ -20,6 +20,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UserGroupFleet } from "../../provider/automation";
+import { startPostgres } from "../../testkit/postgres";
 import { ancestors, type CollectedSpan, type OtelCollector, renderSpanTree, startOtelCollector } from "../../testkit/otel-collector";
 import { useStackFixture } from "../support/stack-fixture";
 
@@ -30,6 +31,7 @@ const CANARY = {
   property: `canary-fleet-property-${tag}`,
   mapping: `canary-fleet-mapping-${tag}`,
 };
+const DB_PASSWORD = `canary-db-password-${tag}`;
 const { server, env, runOptions } = useStackFixture({ label: "collector-fleet", apiKeys: [CANARY.apiKey], passphrase: CANARY.passphrase });
 
 let collector: OtelCollector;
@@ -177,5 +179,50 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
     expect(tokens).toHaveLength(1);
     const exported = readFileSync(collector.tracesFile, "utf8") + readFileSync(collector.metricsFile, "utf8");
     for (const canary of [...Object.values(CANARY), ...tokens]) expect(exported).not.toContain(canary);
+  });
+  it("on a PostgreSQL backend (password in the backend URL): the same chain, the lease's wait, and no database password in anything exported", async () => {
+    const postgres = await startPostgres({ password: DB_PASSWORD });
+    const backendUrl = postgres.backendUrl.replace("postgres://postgres@", `postgres://postgres:${DB_PASSWORD}@`);
+    const fleet = new UserGroupFleet(
+      runOptions("shared", {
+        workDir: path.join(env.workDir, "shared"),
+        backendUrl,
+        envVars: { ...runOptions("shared").envVars, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint },
+      }),
+    );
+    let signUp: { traceId: string; spanId: string };
+    try {
+      signUp = await trace.getTracer("onboarding-service").startActiveSpan("POST /sign-up", { kind: SpanKind.SERVER }, async (span) => {
+        try {
+          expect((await fleet.ensure({ name: "Shared Inc", userGroupId: "shared-inc", properties: { note: CANARY.property } })).change).toBe("create");
+        } finally {
+          span.end();
+        }
+        return span.spanContext();
+      });
+    } finally {
+      await fleet.close();
+      postgres.stop();
+    }
+    await tracerProvider.forceFlush();
+    const inTrace = (s: CollectedSpan) => s.traceId === signUp.traceId;
+    const chainOf = (all: CollectedSpan[]) => {
+      const mine = all.filter(inTrace);
+      const request = mine.find((s) => s.kind === "CLIENT" && s.service === "pulumi-user-groups-dynamic-provider");
+      return { mine, chain: request ? ancestors(mine, request) : [] };
+    };
+    const { mine, chain } = chainOf(await collector.waitForSpans((all) => chainOf(all).chain.at(-1)?.spanId === signUp.spanId, 30_000));
+    const text = renderSpanTree(mine, ["user_groups.lease.wait_ms", "user_groups.lease.epoch"]);
+    const names = chain.map((s) => s.name);
+    for (const name of ["UserGroup create", "pulumi", "user_groups.engine.up", "user_groups.fleet.batch", "user_groups.fleet.ensure", "POST /sign-up"]) expect(names, text).toContain(name);
+    // The PostgreSQL run lease was waited for (and taken) under the batch, before the engine run.
+    const batch = chain.find((s) => s.name === "user_groups.fleet.batch")!;
+    const wait = mine.find((s) => s.name === "user_groups.lease.wait" && s.parentSpanId === batch.spanId);
+    expect(wait?.attributes["user_groups.lease.wait_ms"], text).toEqual(expect.any(Number));
+
+    // Not the database password (nor its URL-encoded form), nor the other secrets.
+    const exported = readFileSync(collector.tracesFile, "utf8") + readFileSync(collector.metricsFile, "utf8");
+    const tokens = server.groups().map((g) => g.token);
+    for (const canary of [DB_PASSWORD, encodeURIComponent(DB_PASSWORD), ...Object.values(CANARY), ...tokens]) expect(exported).not.toContain(canary);
   });
 });
