@@ -42,8 +42,8 @@ beforeAll(async () => {
   trace.setGlobalTracerProvider(provider);
   const url = new URL(server.url);
   const baseUrl = `http://user:${CANARIES.password}@${url.host}`;
-  // A key's rate budget, as the provider has: 20 requests a second, so back-to-back requests wait for slots.
-  const rateBudget = rateBudgetFromEnv({ [RATE_BUDGET_ENV.limit]: "20/1" }, baseUrl, CANARIES.apiKey);
+  // A key's rate budget, as the provider has: 5 requests a second, so back-to-back requests wait for slots.
+  const rateBudget = rateBudgetFromEnv({ [RATE_BUDGET_ENV.limit]: "5/1" }, baseUrl, CANARIES.apiKey);
   client = new UserGroupsClient({ baseUrl, apiKey: CANARIES.apiKey, retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...(rateBudget ? { rateBudget } : {}) });
 });
 
@@ -99,9 +99,9 @@ describe("the HTTP client's spans in a real OpenTelemetry Collector", () => {
       expect(r.parentSpanId).toBe(caller.spanId);
       expect(r.service).toBe("sign-up-service");
       expect(r.name).toBe(r.attributes["http.request.method"]);
-      // Within the caller's span (each SDK span anchors its clock at Date.now(), to the millisecond: 1 ms of slack).
-      expect(r.startMs).toBeGreaterThanOrEqual(root!.span.startMs - 1);
-      expect(r.endMs).toBeLessThanOrEqual(root!.span.endMs + 1);
+      // Within the caller's span (each SDK span anchors its clock at Date.now(), to the millisecond: 2 ms of slack).
+      expect(r.startMs).toBeGreaterThanOrEqual(root!.span.startMs - 2);
+      expect(r.endMs).toBeLessThanOrEqual(root!.span.endMs + 2);
       expect(r.attributes).toMatchObject({ "server.address": "127.0.0.1", "server.port": Number(new URL(server.url).port), "url.path": expect.stringMatching(/^\/api\/user/) });
     }
     expect(requests.map((r) => r.name), text).toEqual(expect.arrayContaining(["GET", "PUT", "POST", "DELETE"]));
@@ -121,7 +121,7 @@ describe("the HTTP client's spans in a real OpenTelemetry Collector", () => {
     // Every attempt says how long it waited for a slot of the key's rate budget; back to back, some waited.
     const waits = requests.map((r) => r.attributes["user_groups.rate_budget.wait_ms"]);
     expect(waits.every((w) => typeof w === "number" && w >= 0), text).toBe(true);
-    expect(Math.max(...(waits as number[])), text).toBeGreaterThan(10);
+    expect(Math.max(...(waits as number[])), text).toBeGreaterThan(50);
 
     // The fake server saw the same trace: each request's traceparent names its span.
     const journal = server.journal().filter((e) => e.traceId === caller.traceId);

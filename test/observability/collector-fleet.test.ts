@@ -146,13 +146,14 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
     // Kinds: the engine's call is CLIENT, the provider's answer SERVER.
     expect(chain[1]!.kind).toBe("SERVER");
     expect(chain[2]!.kind).toBe("CLIENT");
-    // Each child starts and ends within its parent (1 ms of slack: each process and span has its own clock anchor),
-    // but the batch: it answers its callers (their ensure spans end) before it releases the lease and ends.
+    // Each child starts and ends within its parent (5 ms of slack: each process, and each Node.js span, anchors its
+    // clock on its own, to the millisecond), but the batch: it answers its callers (their ensure spans end) before it
+    // releases the lease and ends.
     for (const [child, parent] of [retried!, ...chain].map((s, i, all) => [s, all[i + 1]] as const)) {
       if (!parent) continue;
-      expect(child.startMs, `${child.name} in ${parent.name}`).toBeGreaterThanOrEqual(parent.startMs - 1);
+      expect(child.startMs, `${child.name} in ${parent.name}`).toBeGreaterThanOrEqual(parent.startMs - 5);
       if (child.name === "user_groups.fleet.batch") continue;
-      expect(child.endMs, `${child.name} in ${parent.name}`).toBeLessThanOrEqual(parent.endMs + 1);
+      expect(child.endMs, `${child.name} in ${parent.name}`).toBeLessThanOrEqual(parent.endMs + 5);
     }
 
     // The fleet's timing attributes: the ensure's time queued, its batch and shard; the lease wait before the run.
@@ -165,7 +166,7 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
     expect(waits[0]!.attributes["user_groups.lease.wait_ms"]).toEqual(expect.any(Number));
     const up = chain.find((s) => s.name === "user_groups.engine.up")!;
     expect(up.attributes).toMatchObject({ "user_groups.operation": "up", "user_groups.stack": "signups" });
-    expect(up.startMs).toBeGreaterThanOrEqual(waits.at(-1)!.endMs - 1);
+    expect(up.startMs).toBeGreaterThanOrEqual(waits.at(-1)!.endMs - 2);
 
     // The service's metrics reached the collector too.
     const wanted = ["user_groups.fleet.request.duration", "user_groups.fleet.batch.size", "user_groups.engine.runs", "user_groups.engine.run.duration", "user_groups.lease.wait"];
