@@ -43,6 +43,8 @@ function tracedCli(traceId: string, jobSpan: string, ...args: string[]): Promise
       OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint,
       OTEL_SERVICE_NAME: "gitops-job",
+      // The key's rate budget on (the global test setup turns it off): each request says how long it waited for it.
+      USER_GROUPS_RATE_LIMIT: "600/60",
       TRACEPARENT: `00-${traceId}-${jobSpan}-01`,
     },
   });
@@ -90,6 +92,16 @@ describe("user-groups with OTEL_* exporting to a real OpenTelemetry Collector", 
     expect(upLineage.filter((l) => upExpected.includes(l)), upRun.text).toEqual(upExpected);
     expect(upRun.chain[0]).toMatchObject({ kind: "CLIENT", service: "pulumi-user-groups-dynamic-provider" });
     expect(upRun.chain.at(-1)).toMatchObject({ name: "user-groups up", parentSpanId: upJob, attributes: expect.objectContaining({ "user_groups.cli.command": "up", "user_groups.outcome": "ok" }) });
+
+    // Its timings: the run lease's wait before the engine run, each HTTP attempt's rate-budget wait.
+    const upCommand = upRun.chain.at(-1)!;
+    const leaseWait = upRun.spans.find((s) => s.name === "user_groups.lease.wait" && ancestors(upRun.spans, s).some((a) => a.spanId === upCommand.spanId));
+    expect(leaseWait?.attributes["user_groups.lease.wait_ms"], upRun.text).toEqual(expect.any(Number));
+    const upEngine = upRun.chain.find((s) => s.name === "user_groups.engine.up")!;
+    expect(upEngine.startMs).toBeGreaterThanOrEqual(leaseWait!.endMs - 2);
+    const upRequests = upRun.spans.filter((s) => s.kind === "CLIENT" && s.service === "pulumi-user-groups-dynamic-provider");
+    expect(upRequests.length).toBeGreaterThanOrEqual(1);
+    for (const r of upRequests) expect(r.attributes["user_groups.rate_budget.wait_ms"], upRun.text).toEqual(expect.any(Number));
 
     // Someone renames the group behind the stack's back.
     const client = new UserGroupsClient({ baseUrl: server.url, apiKey: CANARY.apiKey });
