@@ -30,8 +30,8 @@ afterAll(async () => {
   await sdk?.shutdown();
 });
 
-function fleetOf(stack: string): UserGroupFleet {
-  return new UserGroupFleet(runOptions(stack, { workDir: path.join(env.workDir, stack), lockTimeoutMs: 60_000 }));
+function fleetOf(stack: string, onLockWait?: () => void): UserGroupFleet {
+  return new UserGroupFleet(runOptions(stack, { workDir: path.join(env.workDir, stack), lockTimeoutMs: 60_000, ...(onLockWait ? { onLockWait } : {}) }));
 }
 
 const byName = (name: string) => sdk.spans.getFinishedSpans().filter((span) => span.name === name);
@@ -113,13 +113,18 @@ describe("fleet telemetry", () => {
 
   it("records a lease wait: time waited, refusals, the holder's kind", async () => {
     const stack = "waits";
-    const fleet = fleetOf(stack);
+    // The holder lets go 1 s after the run first found the lease held.
+    let release: NodeJS.Timeout | undefined;
+    let releaseHeld = () => {};
+    const fleet = fleetOf(stack, () => {
+      release ??= setTimeout(() => releaseHeld(), 1_000);
+    });
     // The stack exists first (a run of its own), then another run of this host holds its lease for a while.
     await fleet.ensure({ name: "First", userGroupId: "first" });
     sdk.spans.reset();
     const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack);
     const held = await acquireRunLease(store, stack);
-    const release = setTimeout(() => void held.release(), 1_500);
+    releaseHeld = () => void held.release();
     try {
       const result = await fleet.ensure({ name: "Second", userGroupId: "second" });
       expect(result.change).toBe("create");
