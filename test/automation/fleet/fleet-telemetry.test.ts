@@ -111,6 +111,24 @@ describe("fleet telemetry", () => {
     for (const canary of [PROPERTY_CANARY, PASSPHRASE, KEY, ...tokensOf(server)]) expect(text).not.toContain(canary);
   }, 120_000);
 
+  it("traces list and remove: the list's count, the remove's outcome and its destroy run under its batch", async () => {
+    sdk.spans.reset();
+    const fleet = fleetOf("signups");
+    try {
+      expect((await fleet.list()).map((g) => g.userGroupId).sort()).toEqual(["alpha", "beta"]);
+      expect((await fleet.remove("beta")).change).toBe("delete");
+    } finally {
+      await fleet.close();
+    }
+    const [list] = byName("user_groups.fleet.list");
+    expect(list!.attributes).toMatchObject({ "user_groups.operation": "list", "user_groups.group_count": 2 });
+    const [remove] = byName("user_groups.fleet.remove");
+    expect(remove!.attributes).toMatchObject({ "user_groups.operation": "remove", "user_groups.user_group_id": "beta", "user_groups.outcome": "delete", "user_groups.shard": 0 });
+    const batch = byName("user_groups.fleet.batch").find((b) => parentOf(b) === idOf(remove!));
+    const [destroy] = byName("user_groups.engine.destroy");
+    expect(parentOf(destroy!)).toBe(idOf(batch!));
+  }, 120_000);
+
   it("records a lease wait: time waited, refusals, the holder's kind", async () => {
     const stack = "waits";
     // The holder lets go 1 s after the run first found the lease held.
