@@ -28,7 +28,7 @@ interface OtlpSpan {
 }
 
 /** An OTLP/HTTP receiver (JSON): every body posted, by path. */
-const received: Array<{ path: string; body: string }> = [];
+const received: Array<{ path: string; body: string; contentType: string }> = [];
 let receiver: Server;
 let endpoint: string;
 
@@ -37,7 +37,7 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      received.push({ path: req.url ?? "", body: Buffer.concat(chunks).toString("utf8") });
+      received.push({ path: req.url ?? "", body: Buffer.concat(chunks).toString("utf8"), contentType: req.headers["content-type"] ?? "" });
       res.writeHead(200, { "content-type": "application/json" });
       res.end("{}");
     });
@@ -147,6 +147,19 @@ describe("user-groups with OTEL_*", () => {
     const everything = posted.map((p) => p.body).join("\n");
     const token = server.groups().find((g) => g.user_group_id === "traced")!.token;
     for (const canary of [KEY, PASSPHRASE, PROPERTY_CANARY, token]) expect(everything).not.toContain(canary);
+  }, 120_000);
+
+  it("with only an endpoint set: OTLP over HTTP/protobuf (OpenTelemetry's defaults), no secret in the bytes", async () => {
+    const before = received.length;
+    const drift = await cli({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_METRICS_EXPORTER: "none" }, "drift");
+    expect(drift.code, drift.stderr).toBe(0);
+    const traces = received.slice(before).filter((p) => p.path === "/v1/traces");
+    expect(traces.length).toBeGreaterThan(0);
+    expect(traces[0]!.contentType).toBe("application/x-protobuf");
+    const bytes = traces.map((p) => p.body).join("\n");
+    expect(bytes).toContain("user-groups drift");
+    expect(bytes).toContain("user_groups.engine.preview");
+    for (const canary of [KEY, PASSPHRASE, PROPERTY_CANARY]) expect(bytes).not.toContain(canary);
   }, 120_000);
 
   it("up: the operation, its shard planning, lease wait and engine run under the command's span", async () => {

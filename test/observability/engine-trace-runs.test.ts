@@ -8,7 +8,7 @@ import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -110,6 +110,13 @@ describe("a provisioning run under the caller's span", { timeout: 120_000 }, () 
     expect(chain[1]).toMatchObject({ service: "pulumi-cli", name: "pulumirpc.ResourceProvider/Create", kind: SPAN_KIND.CLIENT });
     expect(chain.at(-1)?.spanId).toBe(root!.spanId);
     expect(childrenOf(spans, create!).map((span) => span.name)).toContain("GET");
+    // The run's secrets travel in the engine's environment: none of them is in its trace.
+    const text = readFileSync(file, "utf8");
+    const token = server.groups().find((group) => group.user_group_id === "traced-run")?.token;
+    for (const secret of [envVars().USER_GROUPS_API_KEY, "engine-trace-runs-passphrase", token]) {
+      expect(secret).toBeTruthy();
+      expect(text.includes(secret!)).toBe(false);
+    }
   });
 
   it("an operation's span records a failure by its code, never its message, and the HTTP spans are its children", async () => {

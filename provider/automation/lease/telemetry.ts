@@ -139,22 +139,8 @@ export class LeaseWait {
   /** The lease is ours: the wait's span and measurement. */
   acquired(epoch: number | undefined): void {
     const now = Date.now();
-    const waited = Math.max(0, now - this.started);
-    automationInstruments()?.leaseWait.record(waited / 1000, allowedAttributes({ "user_groups.lease.holder": this.holder ?? "none" }));
-    const span = tracer.startSpan("user_groups.lease.wait", { startTime: this.started }, this.parent);
-    if (span.isRecording()) {
-      span.setAttributes(
-        allowedAttributes({
-          "user_groups.stack": this.stackName,
-          "user_groups.lease.wait_ms": waited,
-          "user_groups.lease.refusals": this.refusals,
-          "user_groups.lease.holder": this.holder,
-          "user_groups.lease.holder_epoch": this.holderEpoch,
-          "user_groups.lease.epoch": epoch,
-        }),
-      );
-    }
-    span.end(now);
+    automationInstruments()?.leaseWait.record(Math.max(0, now - this.started) / 1000, allowedAttributes({ "user_groups.lease.holder": this.holder ?? "none" }));
+    this.endSpan(now, { epoch });
     this.started = now;
     this.refusals = 0;
     this.holder = undefined;
@@ -163,21 +149,21 @@ export class LeaseWait {
 
   /** The wait ended without a lease (a timeout, an error): its span, failed, when it had waited at all. */
   gaveUp(error: unknown): void {
-    if (this.refusals === 0) return;
-    const now = Date.now();
+    if (this.refusals > 0) this.endSpan(Date.now(), { error });
+  }
+
+  /** The wait's span, from its start to `now`. */
+  private endSpan(now: number, end: { epoch?: number | undefined; error?: unknown }): void {
     const span = tracer.startSpan("user_groups.lease.wait", { startTime: this.started }, this.parent);
-    if (span.isRecording()) {
-      span.setAttributes(
-        allowedAttributes({
-          "user_groups.stack": this.stackName,
-          "user_groups.lease.wait_ms": Math.max(0, now - this.started),
-          "user_groups.lease.refusals": this.refusals,
-          "user_groups.lease.holder": this.holder,
-          "user_groups.lease.holder_epoch": this.holderEpoch,
-        }),
-      );
-    }
-    failSpan(span, error);
+    setSpanAttributes(span, () => ({
+      "user_groups.stack": this.stackName,
+      "user_groups.lease.wait_ms": Math.max(0, now - this.started),
+      "user_groups.lease.refusals": this.refusals,
+      "user_groups.lease.holder": this.holder,
+      "user_groups.lease.holder_epoch": this.holderEpoch,
+      "user_groups.lease.epoch": end.epoch,
+    }));
+    if ("error" in end) failSpan(span, end.error);
     span.end(now);
   }
 

@@ -30,8 +30,8 @@ afterAll(async () => {
   await sdk?.shutdown();
 });
 
-function fleetOf(stack: string): UserGroupFleet {
-  return new UserGroupFleet(runOptions(stack, { workDir: path.join(env.workDir, stack), lockTimeoutMs: 60_000 }));
+function fleetOf(stack: string, onLockWait?: () => void): UserGroupFleet {
+  return new UserGroupFleet(runOptions(stack, { workDir: path.join(env.workDir, stack), lockTimeoutMs: 60_000, ...(onLockWait ? { onLockWait } : {}) }));
 }
 
 const byName = (name: string) => sdk.spans.getFinishedSpans().filter((span) => span.name === name);
@@ -111,15 +111,38 @@ describe("fleet telemetry", () => {
     for (const canary of [PROPERTY_CANARY, PASSPHRASE, KEY, ...tokensOf(server)]) expect(text).not.toContain(canary);
   }, 120_000);
 
+  it("traces list and remove: the list's count, the remove's outcome and its destroy run under its batch", async () => {
+    sdk.spans.reset();
+    const fleet = fleetOf("signups");
+    try {
+      expect((await fleet.list()).map((g) => g.userGroupId).sort()).toEqual(["alpha", "beta"]);
+      expect((await fleet.remove("beta")).change).toBe("delete");
+    } finally {
+      await fleet.close();
+    }
+    const [list] = byName("user_groups.fleet.list");
+    expect(list!.attributes).toMatchObject({ "user_groups.operation": "list", "user_groups.group_count": 2 });
+    const [remove] = byName("user_groups.fleet.remove");
+    expect(remove!.attributes).toMatchObject({ "user_groups.operation": "remove", "user_groups.user_group_id": "beta", "user_groups.outcome": "delete", "user_groups.shard": 0 });
+    const batch = byName("user_groups.fleet.batch").find((b) => parentOf(b) === idOf(remove!));
+    const [destroy] = byName("user_groups.engine.destroy");
+    expect(parentOf(destroy!)).toBe(idOf(batch!));
+  }, 120_000);
+
   it("records a lease wait: time waited, refusals, the holder's kind", async () => {
     const stack = "waits";
-    const fleet = fleetOf(stack);
+    // The holder lets go 1 s after the run first found the lease held.
+    let release: NodeJS.Timeout | undefined;
+    let releaseHeld = () => {};
+    const fleet = fleetOf(stack, () => {
+      release ??= setTimeout(() => releaseHeld(), 1_000);
+    });
     // The stack exists first (a run of its own), then another run of this host holds its lease for a while.
     await fleet.ensure({ name: "First", userGroupId: "first" });
     sdk.spans.reset();
     const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack);
     const held = await acquireRunLease(store, stack);
-    const release = setTimeout(() => void held.release(), 1_500);
+    releaseHeld = () => void held.release();
     try {
       const result = await fleet.ensure({ name: "Second", userGroupId: "second" });
       expect(result.change).toBe("create");
