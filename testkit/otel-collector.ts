@@ -71,6 +71,7 @@ const tracesLine = z.object({
                     attributes: keyValues,
                     status: z.object({ code: z.number().optional(), message: z.string().optional() }).optional(),
                     events: z.array(z.object({ name: z.string() }).loose()).optional(),
+                    links: z.array(z.object({ traceId: z.string(), spanId: z.string() }).loose()).optional(),
                   }),
                 )
                 .optional(),
@@ -148,6 +149,8 @@ export interface CollectedSpan {
   /** 0 unset, 1 ok, 2 error. */
   readonly statusCode: number;
   readonly eventNames: readonly string[];
+  /** The spans this one links to (e.g. a batch and the calls it serves). */
+  readonly links: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>;
 }
 
 export interface CollectedMetricPoint {
@@ -227,6 +230,7 @@ export function readSpans(file: string): CollectedSpan[] {
             scope: ss.scope?.name,
             statusCode: s.status?.code ?? 0,
             eventNames: (s.events ?? []).map((e) => e.name),
+            links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
           });
         }
       }

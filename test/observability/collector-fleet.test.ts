@@ -226,4 +226,48 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
     const tokens = server.groups().map((g) => g.token);
     for (const canary of [DB_PASSWORD, encodeURIComponent(DB_PASSWORD), ...Object.values(CANARY), ...tokens]) expect(exported).not.toContain(canary);
   });
+  it("two sign-ups in one batch: each ensure under its own service span, the batch under the first and linked with the other, both ways", async () => {
+    const fleet = new UserGroupFleet(
+      runOptions("together", {
+        workDir: path.join(env.workDir, "together"),
+        // A wide batch window so that both calls surely join one batch.
+        batchWindowMs: 500,
+        envVars: { ...runOptions("together").envVars, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint },
+      }),
+    );
+    const signUp = (id: string) =>
+      trace.getTracer("onboarding-service").startActiveSpan(`POST /sign-up ${id}`, { kind: SpanKind.SERVER }, async (span) => {
+        try {
+          expect((await fleet.ensure({ name: `${id} Inc`, userGroupId: id })).change).toBe("create");
+        } finally {
+          span.end();
+        }
+        return span.spanContext();
+      });
+    let handlers: Array<{ traceId: string; spanId: string }>;
+    try {
+      handlers = await Promise.all([signUp("first-co"), signUp("second-co")]);
+    } finally {
+      await fleet.close();
+    }
+    await tracerProvider.forceFlush();
+    const ensureOf = (all: CollectedSpan[], handler: { spanId: string }) => all.find((s) => s.name === "user_groups.fleet.ensure" && s.parentSpanId === handler.spanId);
+    const spans = await collector.waitForSpans((all) => {
+      const batches = all.filter((s) => s.name === "user_groups.fleet.batch" && s.attributes["user_groups.batch.size"] === 2);
+      return handlers.every((h) => ensureOf(all, h)) && batches.some((b) => all.some((s) => s.name === "user_groups.engine.up" && s.parentSpanId === b.spanId));
+    });
+    const [first, second] = handlers.map((h) => ensureOf(spans, h)!);
+    // Each ensure is in its own service span's trace, with the batch's size.
+    for (const [ensure, handler] of [[first!, handlers[0]!], [second!, handlers[1]!]] as const) {
+      expect(ensure.traceId).toBe(handler.traceId);
+      expect(ensure.attributes).toMatchObject({ "user_groups.batch.size": 2, "user_groups.outcome": "create" });
+    }
+    // One batch and one engine run for both: in the trace of the call that came first, linked with the other's.
+    const batch = spans.find((s) => s.name === "user_groups.fleet.batch" && (s.parentSpanId === first!.spanId || s.parentSpanId === second!.spanId))!;
+    const [parentCall, otherCall] = batch.parentSpanId === first!.spanId ? [first!, second!] : [second!, first!];
+    expect(batch.traceId).toBe(parentCall.traceId);
+    expect(batch.links).toEqual([{ traceId: otherCall.traceId, spanId: otherCall.spanId }]);
+    expect(otherCall.links).toEqual([{ traceId: batch.traceId, spanId: batch.spanId }]);
+    expect(spans.filter((s) => s.name === "user_groups.engine.up" && s.parentSpanId === batch.spanId)).toHaveLength(1);
+  });
 });
