@@ -31,8 +31,11 @@ afterAll(async () => {
   await collector?.stop();
 });
 
-/** Runs the built CLI with OTEL_* pointing at the collector, as a GitOps job whose span is `jobSpan` of `traceId`. */
-function tracedCli(traceId: string, jobSpan: string, ...args: string[]): Promise<CliRun> {
+/**
+ * Runs the built CLI with OTEL_* pointing at the collector (OTLP/gRPC, unless `otel` says otherwise), as a GitOps
+ * job whose span is `jobSpan` of `traceId`.
+ */
+function tracedCli(traceId: string, jobSpan: string, args: readonly string[], otel?: Record<string, string>): Promise<CliRun> {
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(base)) if (name.startsWith("OTEL_") || name === "TRACEPARENT" || name === "USER_GROUPS_ENGINE_OTEL_TRACES") delete base[name];
   return runUserGroupsCli(args, {
@@ -40,8 +43,7 @@ function tracedCli(traceId: string, jobSpan: string, ...args: string[]): Promise
     env: {
       ...base,
       ...envVars({ GITHUB_STEP_SUMMARY: "", PULUMI_CONFIG_PASSPHRASE: CANARY.passphrase }),
-      OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint,
+      ...(otel ?? { OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_ENDPOINT: collector.grpcEndpoint }),
       OTEL_SERVICE_NAME: "gitops-job",
       // The key's rate budget on (the global test setup turns it off): each request says how long it waited for it.
       USER_GROUPS_RATE_LIMIT: "600/60",
@@ -77,7 +79,7 @@ describe("user-groups with OTEL_* exporting to a real OpenTelemetry Collector", 
     // up
     const upTrace = randomBytes(16).toString("hex");
     const upJob = randomBytes(8).toString("hex");
-    const up = await tracedCli(upTrace, upJob, "up", "--file", file, "--yes");
+    const up = await tracedCli(upTrace, upJob, ["up", "--file", file, "--yes"]);
     expect(up.code, up.stderr).toBe(0);
     const upRun = await traceOf(upTrace, upJob, "UserGroup create");
     const upLineage = lineageOf(upRun.chain);
@@ -114,7 +116,7 @@ describe("user-groups with OTEL_* exporting to a real OpenTelemetry Collector", 
     // drift
     const driftTrace = randomBytes(16).toString("hex");
     const driftJob = randomBytes(8).toString("hex");
-    const drift = await tracedCli(driftTrace, driftJob, "drift");
+    const drift = await tracedCli(driftTrace, driftJob, ["drift"]);
     expect(drift.code, `${drift.stdout}\n${drift.stderr}`).not.toBe(0); // drift found: a non-zero exit, as CI wants
     const driftRun = await traceOf(driftTrace, driftJob, "UserGroup read");
     const driftLineage = lineageOf(driftRun.chain);
@@ -132,6 +134,18 @@ describe("user-groups with OTEL_* exporting to a real OpenTelemetry Collector", 
     const engineRun = driftRun.chain.find((s) => s.name.startsWith("user_groups.engine."));
     expect(engineRun, driftRun.text).toBeDefined();
     expect(ancestors(driftRun.spans, engineRun!).map((s) => s.spanId)).toContain(operation!.spanId);
+
+    // OpenTelemetry's default protocol, OTLP/HTTP (protobuf), to the collector's HTTP port, with only the endpoint
+    // named; the engine's trace then goes where USER_GROUPS_ENGINE_OTEL_TRACES says (gRPC here): still one trace.
+    const httpTrace = randomBytes(16).toString("hex");
+    const httpJob = randomBytes(8).toString("hex");
+    const again = await tracedCli(httpTrace, httpJob, ["drift"], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.httpEndpoint,
+      USER_GROUPS_ENGINE_OTEL_TRACES: `grpc://${new URL(collector.grpcEndpoint).host}`,
+    });
+    expect(again.code, again.stderr).not.toBe(0);
+    const httpRun = await traceOf(httpTrace, httpJob, "UserGroup read");
+    expect(lineageOf(httpRun.chain), httpRun.text).toEqual(expect.arrayContaining(["pulumi-cli: pulumi", "gitops-job: user_groups.drift", "gitops-job: user-groups drift"]));
 
     // The CLI's metrics: the engine runs of both commands.
     const points = await collector.waitForMetrics((all) => all.filter((p) => p.name === "user_groups.engine.runs" && p.service === "gitops-job").length >= 2);
