@@ -78,6 +78,15 @@ module.exports = {
       to: { path: "^provider/client/(shared-state|rate-budget|run-fence)/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
     },
     {
+      name: "otel-sdk-only-in-setup",
+      severity: "error",
+      comment:
+        "An OpenTelemetry SDK package (anything of @opentelemetry/ but the API) outside provider/cli/telemetry-setup.ts: the library uses @opentelemetry/api only, " +
+        "the one setup module loads the SDK when OTEL_* asks for it (bench/ too: it measures the cost with an SDK).",
+      from: { path: "^(provider|fake-server|scripts|testkit)/", pathNot: "^provider/cli/telemetry-setup\\.ts$" },
+      to: { path: "(^|/)@opentelemetry/(?!api(/|$))" },
+    },
+    {
       name: "tools-not-from-tests",
       severity: "error",
       comment: "bench/, scripts/ and testkit/ never import test/: the harness they share with the tests is testkit/.",

@@ -31,6 +31,28 @@ export interface TelemetryAttributes {
   readonly "rpc.grpc.status_code"?: number;
   readonly "user_groups.operation"?: string;
   readonly "user_groups.outcome"?: string;
+  // Fleet, provisioning, lease, engine-run and CLI spans (docs/observability.md, "What is traced").
+  // Identifiers, counts, codes and times only: a stack or shard name, never a config value.
+  readonly "user_groups.stack"?: string;
+  readonly "user_groups.shard"?: number;
+  readonly "user_groups.shard_count"?: number;
+  readonly "user_groups.group_count"?: number;
+  readonly "user_groups.batch.size"?: number;
+  readonly "user_groups.queued_ms"?: number;
+  readonly "user_groups.lease.wait_ms"?: number;
+  readonly "user_groups.lease.refusals"?: number;
+  readonly "user_groups.lease.holder"?: string;
+  readonly "user_groups.lease.holder_epoch"?: number;
+  readonly "user_groups.lease.epoch"?: number;
+  readonly "user_groups.takeover.old_epoch"?: number;
+  readonly "user_groups.takeover.dead_runs"?: number;
+  readonly "user_groups.takeover.removed_locks"?: number;
+  readonly "user_groups.takeover.pending_count"?: number;
+  readonly "user_groups.takeover.adopted_count"?: number;
+  readonly "user_groups.takeover.not_adopted_count"?: number;
+  readonly "user_groups.takeover.killed_processes"?: number;
+  readonly "user_groups.drift.drifted_count"?: number;
+  readonly "user_groups.cli.command"?: string;
 }
 
 type AttributeName = keyof TelemetryAttributes;
@@ -53,6 +75,27 @@ const ALLOWED: Readonly<Record<AttributeName, "string" | "number">> = {
   "rpc.grpc.status_code": "number",
   "user_groups.operation": "string",
   "user_groups.outcome": "string",
+  // Fleet, provisioning, lease, engine-run and CLI spans.
+  "user_groups.stack": "string",
+  "user_groups.shard": "number",
+  "user_groups.shard_count": "number",
+  "user_groups.group_count": "number",
+  "user_groups.batch.size": "number",
+  "user_groups.queued_ms": "number",
+  "user_groups.lease.wait_ms": "number",
+  "user_groups.lease.refusals": "number",
+  "user_groups.lease.holder": "string",
+  "user_groups.lease.holder_epoch": "number",
+  "user_groups.lease.epoch": "number",
+  "user_groups.takeover.old_epoch": "number",
+  "user_groups.takeover.dead_runs": "number",
+  "user_groups.takeover.removed_locks": "number",
+  "user_groups.takeover.pending_count": "number",
+  "user_groups.takeover.adopted_count": "number",
+  "user_groups.takeover.not_adopted_count": "number",
+  "user_groups.takeover.killed_processes": "number",
+  "user_groups.drift.drifted_count": "number",
+  "user_groups.cli.command": "string",
 };
 
 /** The names an attribute may have; any other is dropped by allowedAttributes. */

@@ -15,11 +15,21 @@
 // Stopping (SIGTERM, as Kubernetes stops a pod): sign-ups already in flight
 // finish and get their answer; new ones get 503 (another replica takes them);
 // then the process exits 0.
+//
+// Tracing (docs/observability.md): each request has a SERVER span (the caller's
+// `traceparent` its parent), and the fleet's `ensure` is its child, however long it is
+// queued. With OTEL_* set (e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318) the
+// process registers an OpenTelemetry SDK from them (pulumi-user-groups/telemetry-setup);
+// with none set, nothing of the SDK is loaded.
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
+import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { GroupsValidationError, UserGroupExistsError, UserGroupFleet } from "pulumi-user-groups/automation";
+import { startTelemetry } from "pulumi-user-groups/telemetry-setup";
+
+const tracer = trace.getTracer("onboarding-service");
 
 export interface OnboardingOptions {
   /** Holds the Pulumi stack's settings (and, without backendUrl, a file backend). */
@@ -88,7 +98,13 @@ export async function startOnboardingService(options: OnboardingOptions): Promis
   let inFlight = 0;
   let drained: (() => void) | undefined;
   const server: Server = createServer((req, res) => {
+    // The request's span: a child of the caller's trace context, the parent of the fleet's ensure.
+    const span = tracer.startSpan(`${req.method ?? "GET"} /customers`, { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method ?? "GET", "http.route": "/customers" } }, propagation.extract(context.active(), req.headers));
+    const active = trace.setSpan(context.active(), span);
     const reply = (status: number, body: unknown) => {
+      span.setAttribute("http.response.status_code", status);
+      if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
       res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...(stopping ? { connection: "close" } : {}) });
       res.end(JSON.stringify(body));
     };
@@ -103,7 +119,7 @@ export async function startOnboardingService(options: OnboardingOptions): Promis
           return reply(400, { error: "id (letters, digits, . _ -) and name are required" });
         }
         log(`sign-up ${id}: provisioning`);
-        const group = await fleet.ensure({ name, userGroupId: id, properties: { plan: typeof plan === "string" ? plan : "trial" } });
+        const group = await context.with(active, () => fleet.ensure({ name, userGroupId: id, properties: { plan: typeof plan === "string" ? plan : "trial" } }));
         return reply(group.change === "create" ? 201 : 200, {
           userGroupId: group.userGroupId,
           token: group.token,
@@ -146,15 +162,21 @@ if (typeof require !== "undefined" && require.main === module) {
     process.stderr.write("Set ONBOARDING_TOKEN: the bearer secret callers of POST /customers must send.\n");
     process.exit(2);
   }
-  startOnboardingService({
+  const telemetry = startTelemetry(process.env, { serviceName: "onboarding-service" });
+  telemetry.then(() => startOnboardingService({
     workDir: path.resolve(process.env.ONBOARDING_WORK_DIR ?? ".onboarding"),
     bearerToken,
     port: Number(process.env.PORT ?? 3000),
     ...(process.env.ONBOARDING_STACK ? { stack: process.env.ONBOARDING_STACK } : {}),
     log: (line) => process.stdout.write(`${line}\n`),
-  }).then((service) => {
+  })).then((service) => {
     process.stdout.write(`onboarding service listening on ${service.url}\n`);
-    // Kubernetes sends SIGTERM, then SIGKILL after the grace period: in-flight sign-ups finish first.
-    for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void service.close().then(() => process.exit(0)));
+    // Kubernetes sends SIGTERM, then SIGKILL after the grace period: in-flight sign-ups finish first, then the spans left are sent.
+    const stop = async () => {
+      await service.close();
+      await (await telemetry)?.shutdown();
+      process.exit(0);
+    };
+    for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop());
   });
 }

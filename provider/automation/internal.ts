@@ -5,6 +5,9 @@ export * from "./index";
 export { backendUrlSecrets, lockHolderStatus, type LockHolderStatus, readRegularFile, writeFileReplacing } from "./backend";
 export { PREVIEW_ENGINE_ENV, PROJECT_NAME, scrubText, secretValuesOf, selectStack, workspaceOf } from "./engine";
 export { RunLeaseHeldError, type RunRecord } from "./lease";
+/** The automation layers' telemetry helpers, for the benchmark's cost of tracing off and on (bench/observability.ts). */
+export { engineRun } from "./engine";
+export { inSpan, LeaseWait } from "./lease";
 export { assertDeletionsAllowed, CONTROLS, groupsFileJsonSchema, nameOfUrn } from "./model";
 /** @internal a zod schema: left out of the declarations. */
 export { groupsDocumentSchema } from "./model";

@@ -11,11 +11,14 @@ import "../compile-cache"; // first: it covers the modules loaded after it
 import { createInterface } from "node:readline/promises";
 import { UserGroupsError } from "../wire/errors";
 import { PACKAGE_VERSION } from "../version";
-import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE } from "./args";
+import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE } from "./args";
 import type { GroupSpec } from "../automation/internal";
 import { readGroupsFile } from "./groups-file";
 import { type CliIo, printJson, reportFailure } from "./io";
 import { terminalMessage, terminalText } from "./terminal-text";
+import { startTelemetry } from "./telemetry-setup";
+import { SpanStatusCode } from "@opentelemetry/api";
+import { allowedAttributes } from "../telemetry";
 
 export { type CliArgs, type CliInfoRequest, type CliOperation, didYouMean, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, UsageError } from "./args";
 export { readGroupsFile } from "./groups-file";
@@ -23,6 +26,11 @@ export { type CliIo, JSON_SCHEMA_VERSION } from "./io";
 export { progressPrinter } from "./progress";
 export { formatDriftTable, formatTable } from "./table";
 export { terminalJson, terminalMessage, terminalText } from "./terminal-text";
+
+/** The command span's outcome, from its exit code. */
+function exitOutcome(code: number): string {
+  return code === EXIT_OK ? "ok" : code === EXIT_FAILED ? "failed" : code === EXIT_USAGE ? "usage" : code === EXIT_CHANGES ? "changes" : String(code);
+}
 
 function isInfoRequest(args: CliArgs | CliInfoRequest): args is CliInfoRequest {
   return "info" in args;
@@ -58,7 +66,23 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       return EXIT_OK;
     }
     const { runEngineCommand } = await import("./engine-commands.js");
-    return await runEngineCommand(args, groups, io);
+    // OpenTelemetry only when the environment asks for it (OTEL_*): the command's span is the root of its runs' spans.
+    const telemetry = await startTelemetry(io.env, { serviceName: "user-groups" }).catch((error: unknown) => {
+      io.stderr(`user-groups: OpenTelemetry not started: ${terminalMessage(error instanceof Error ? error.message : String(error))}\n`);
+      return undefined;
+    });
+    if (telemetry === undefined) return await runEngineCommand(args, groups, io);
+    const command = args.operation;
+    try {
+      return await telemetry.inRootSpan(`user-groups ${command}`, { "user_groups.cli.command": command, "user_groups.stack": args.stack }, async (span) => {
+        const code = await runEngineCommand(args, groups, io);
+        span.setAttributes(allowedAttributes({ "user_groups.outcome": exitOutcome(code) }));
+        if (code === EXIT_FAILED || code === EXIT_USAGE) span.setStatus({ code: SpanStatusCode.ERROR });
+        return code;
+      });
+    } finally {
+      await telemetry.shutdown();
+    }
   } catch (error) {
     // Not one of ours: a bug, or something underneath (a module that failed to load).
     const message = error instanceof Error ? error.message : String(error);

@@ -96,7 +96,13 @@ describe("a provisioning run under the caller's span", { timeout: 120_000 }, () 
     const root = spans.find((span) => span.service === "pulumi-cli" && span.name === "pulumi");
     expect(root, described(spans).join(", ")).toBeDefined();
     expect(root!.traceId).toBe(callerSpan.traceId);
-    expect(root!.parentSpanId).toBe(callerSpan.spanId);
+    // Its parent is the run's engine span (the active span when the engine started), under the operation's, under the caller's.
+    const ours = exporter.getFinishedSpans();
+    const engineRun = ours.find((span) => span.spanContext().spanId === root!.parentSpanId);
+    expect(engineRun?.name).toBe("user_groups.engine.up");
+    const operation = ours.find((span) => span.spanContext().spanId === engineRun!.parentSpanContext?.spanId);
+    expect(operation?.name).toBe("user_groups.provision.up");
+    expect(operation!.parentSpanContext?.spanId).toBe(callerSpan.spanId);
     const create = spans.find((span) => span.name === "UserGroup create");
     expect(create?.attributes["user_groups.user_group_id"]).toBe("traced-run");
     const chain = ancestors(spans, create!);

@@ -9,6 +9,7 @@ export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, typ
 export { type LeasedRunHooks, runFailure, runOnce } from "./run-once";
 export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { assertOwnProviderCode, KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, untrustedResources, withOwnProviderCode } from "./provider-code";

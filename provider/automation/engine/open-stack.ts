@@ -13,6 +13,7 @@ import { pulumiCommandOnPath } from "./pulumi-command";
 import { compileCacheEnv } from "../../compile-cache-dir";
 import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
+import { LeaseWait, RunLeaseHeldError } from "../lease";
 
 /** Stacks this process is running now, by backend and name. */
 const running = new Set<string>();
@@ -184,12 +185,29 @@ export function runError(error: unknown, options: RunOptions): unknown {
 }
 
 /** Runs `attempt` waiting for a locked stack as long as `options.lockTimeoutMs` allows (default: fail fast). */
-export function withLockWait<T>(options: RunOptions, attempt: () => Promise<T>): Promise<T> {
-  return withStackLockWait(attempt, {
-    stackName: options.stack,
-    timeoutMs: options.lockTimeoutMs ?? 0,
-    ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
-  });
+export async function withLockWait<T>(options: RunOptions, attempt: () => Promise<T>): Promise<T> {
+  // The wait for the run lease (and for Pulumi's own lock), traced and measured (lease/telemetry.ts).
+  const wait = new LeaseWait(options.stack);
+  try {
+    return await wait.run(() =>
+      withStackLockWait(
+        () =>
+          attempt().catch((error: unknown) => {
+            // The lease's refusals are told by acquireRunLease; Pulumi's own lock is told here.
+            if (isStackLocked(error) && !((error as { cause?: unknown }).cause instanceof RunLeaseHeldError)) wait.refused("pulumi_lock");
+            throw error;
+          }),
+        {
+          stackName: options.stack,
+          timeoutMs: options.lockTimeoutMs ?? 0,
+          ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
+        },
+      ),
+    );
+  } catch (error) {
+    wait.gaveUp(error);
+    throw error;
+  }
 }
 
 /** The state of the stack of these options, or undefined when there is no such stack. */

@@ -12,6 +12,7 @@ import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
 import { assertOwnProviderCode } from "./provider-code";
 import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
 import { PreparedRun, openStack, runError } from "./open-stack";
+import { engineRun } from "./run-telemetry";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   const counts = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
@@ -137,16 +138,16 @@ async function runPrepared(
     switch (operation) {
       case "preview":
         if (options.refresh !== true && previewedFromState(state, options, specs, tracker)) break;
-        await prepared.stack.preview({ ...common, ...refresh });
+        await engineRun("preview", options.stack, () => prepared.stack.preview({ ...common, ...refresh }));
         break;
       case "up":
-        outputs = (await prepared.stack.up({ ...common, ...refresh })).outputs;
+        outputs = (await engineRun("up", options.stack, () => prepared.stack.up({ ...common, ...refresh }))).outputs;
         break;
       case "refresh":
-        await prepared.stack.refresh(common);
+        await engineRun("refresh", options.stack, () => prepared.stack.refresh(common));
         break;
       case "destroy":
-        await prepared.stack.destroy(common);
+        await engineRun("destroy", options.stack, () => prepared.stack.destroy(common));
         break;
     }
     const summary = summaryOf(tracker.changes);

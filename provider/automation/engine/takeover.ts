@@ -21,6 +21,8 @@ import { fileBackendDir, repairTornWrites } from "../backend";
 import { PROJECT_NAME } from "./workspace";
 import { assertOwnProviderCode } from "./provider-code";
 import { type Clock, systemClock } from "../../clock";
+import { automationInstruments, inSpan, setSpanAttributes } from "../lease";
+import { engineRun } from "./run-telemetry";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
 export const QUIET_MS = 5_000;
@@ -201,6 +203,42 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
   if (verdicts.some((v) => v.verdict === "live" || v.verdict === "unknown")) return undefined;
   if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0) return undefined;
 
+  // Something to take over: its span (what was taken over, from whom) and count (docs/observability.md).
+  const oldEpochs = claims.map((c) => c.epoch).filter((e): e is number => e !== undefined);
+  return inSpan(
+    "user_groups.takeover",
+    {
+      "user_groups.stack": options.stackName,
+      "user_groups.lease.epoch": lease.epoch,
+      "user_groups.takeover.old_epoch": oldEpochs.length > 0 ? Math.max(...oldEpochs) : undefined,
+      "user_groups.takeover.dead_runs": claims.length,
+      "user_groups.takeover.removed_locks": locks.length,
+    },
+    async (span) => {
+      const report = await takeOverTraced(options, locks, verdicts, claims, since);
+      setSpanAttributes(span, () => ({
+        "user_groups.takeover.pending_count": report.pending.length,
+        "user_groups.takeover.adopted_count": report.adopted.length,
+        "user_groups.takeover.not_adopted_count": report.notAdopted.length,
+        "user_groups.takeover.killed_processes": report.killedProcesses,
+      }));
+      const measure = automationInstruments();
+      measure?.takeovers.add(1);
+      if (report.adopted.length > 0) measure?.adopted.add(report.adopted.length);
+      return report;
+    },
+    { startTime: since },
+  );
+}
+
+async function takeOverTraced(
+  options: TakeoverOptions,
+  locks: readonly PulumiLock[],
+  verdicts: ReadonlyArray<{ verdict: string; claim?: RunClaim | undefined }>,
+  claims: readonly RunClaim[],
+  since: number,
+): Promise<TakeoverReport> {
+  const { lease } = options;
   const unclaimed = verdicts.filter((v) => v.verdict === "gone" && v.claim === undefined).length;
   // A run with an older epoch is fenced (the backend refuses its writes, its providers send nothing): proven stopped
   // as far as the state and the service go, whether or not its processes still run. Only the others are waited for.
@@ -231,7 +269,7 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
     const stackUrn = stackUrnOf(deployment);
     // The stack itself as a target reads nothing: only the groups whose update or delete was cut short are read back.
     const target = [...new Set([...(stackUrn ? [stackUrn] : []), ...touched])];
-    await options.stack.refresh({ clearPendingCreates: true, ...(target.length > 0 ? { target } : {}), ...common });
+    await engineRun("refresh", options.stackName, () => options.stack.refresh({ clearPendingCreates: true, ...(target.length > 0 ? { target } : {}), ...common }));
   }
 
   let adopted: string[] = [];
@@ -253,8 +291,8 @@ async function adoptGroups(
   const done = new Set<string>();
   if (specs.size > 0) {
     const failed = new Set<string>();
-    await options.stack
-      .up({
+    await engineRun("up", options.stackName, () =>
+      options.stack.up({
         program: async () => {
           for (const spec of specs.values()) declareGroup(spec);
           return options.outputs?.() ?? {};
@@ -266,8 +304,8 @@ async function adoptGroups(
           if (failedStep?.type === USER_GROUP_TYPE) failed.add(nameOfUrn(failedStep.urn));
         },
         ...common,
-      })
-      .catch((error: unknown) => {
+      }),
+    ).catch((error: unknown) => {
         // A group that failed is kept for the next run; a run that failed as a whole fails this one.
         if (failed.size === 0) throw error;
       });

@@ -4,13 +4,14 @@
 // close together share one targeted engine run (F3), a stack another process
 // holds is waited for (F4), and every caller gets its own group's outcome (F5).
 import type { Stack } from "@pulumi/pulumi/automation";
+import { type Context, context, type Link, type Span, trace } from "@opentelemetry/api";
 import * as pulumi from "@pulumi/pulumi";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupChange, type GroupResult, type Operation, type RunOptions } from "../model";
 import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
-import { assertWithinBatch, ChangeTracker, declareGroup, runError, type SelectedStack, selectStack, withLockWait, scrubSecrets, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
+import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, runError, type SelectedStack, selectStack, withLockWait, scrubSecrets, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
 import { openShards, shardStackName, eachLimited, shardConcurrency, type ShardedStack } from "../shards";
-import { type LeaseStore, leaseStoreFor } from "../lease";
+import { automationInstruments, automationTracer, errorTypeOf, failSpan, inSpan, type LeaseStore, leaseStoreFor, setSpanAttributes } from "../lease";
 import { UserGroupsError } from "../../wire/errors";
 import { FleetClosedError, FleetEnsureError, groupError, unsettledError } from "./errors";
 import { Waiter, Request, GroupOutputs, urnOfGroup, holdsAsAsked, resultOf, mergeChanges, takeBatch } from "./requests";
@@ -29,6 +30,21 @@ export interface FleetOptions extends RunOptions {
   readonly lockTimeoutMs?: number;
   /** How long the first call of a batch waits for others to join it, in ms (default 25). */
   readonly batchWindowMs?: number;
+}
+
+/**
+ * One call's trace (docs/observability.md, "What is traced"): its span, started when
+ * the call is made, as a child of the caller's active span (a service's HTTP
+ * handler), and ended when the call is answered; the context it was made in, which
+ * parents its batch's span when it is the batch's first call.
+ */
+interface CallTrace {
+  readonly operation: "ensure" | "remove";
+  readonly span: Span;
+  readonly parent: Context;
+  readonly enqueued: number;
+  queuedMs?: number;
+  ended?: boolean;
 }
 
 interface RunOutcome {
@@ -54,6 +70,8 @@ export class UserGroupFleet {
   private closed = false;
   /** How often each waiting ensure was sent to another shard (a concurrent run moved its group). */
   private readonly moves = new WeakMap<Request, number>();
+  /** Each waiting call's trace. */
+  private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
 
@@ -85,7 +103,7 @@ export class UserGroupFleet {
   async remove(userGroupId: string, options: { profile?: string | undefined } = {}): Promise<GroupResult> {
     // The same rules as a spec's fields, so that a name never reaches the engine unchecked.
     const [checked] = validateGroups([{ name: "-", userGroupId, ...(options.profile !== undefined ? { profile: options.profile } : {}) }]);
-    return this.enqueue((waiter) => ({
+    return this.enqueue("remove", checked!.userGroupId, (waiter) => ({
       kind: "remove",
       resourceName: resourceNameOf(checked!),
       userGroupId: checked!.userGroupId,
@@ -97,6 +115,14 @@ export class UserGroupFleet {
   /** The groups the stack holds now, read from the state (no API request, no engine run). Tokens included. */
   async list(): Promise<FleetGroup[]> {
     if (this.closed) throw new FleetClosedError();
+    return inSpan("user_groups.fleet.list", { "user_groups.operation": "list", "user_groups.stack": this.options.stack }, async (span) => {
+      const groups = await this.listTraced();
+      setSpanAttributes(span, () => ({ "user_groups.group_count": groups.length }));
+      return groups;
+    });
+  }
+
+  private async listTraced(): Promise<FleetGroup[]> {
     try {
       // Every shard that may hold a group (the directory's, and any whose stack the backend holds): the states say what is held.
       const sharded = await this.shards();
@@ -144,13 +170,29 @@ export class UserGroupFleet {
   }
 
   private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
-    return this.enqueue((waiter) => ({ kind: "ensure", resourceName: resourceNameOf(spec), spec, waiter }));
+    return this.enqueue("ensure", spec.userGroupId, (waiter) => ({ kind: "ensure", resourceName: resourceNameOf(spec), spec, waiter }));
   }
 
-  private enqueue<T extends GroupResult>(make: (waiter: Waiter<T>) => Request): Promise<T> {
+  private enqueue<T extends GroupResult>(operation: CallTrace["operation"], userGroupId: string, make: (waiter: Waiter<T>) => Request): Promise<T> {
     if (this.closed) return Promise.reject(new FleetClosedError());
+    // The call's span, a child of the caller's active span, captured now: the call is run later, in a batch.
+    const parent = context.active();
+    const span = automationTracer.startSpan(`user_groups.fleet.${operation}`, {}, parent);
+    setSpanAttributes(span, () => ({ "user_groups.operation": operation, "user_groups.stack": this.options.stack, "user_groups.user_group_id": userGroupId }));
+    const call: CallTrace = { operation, span, parent, enqueued: performance.now() };
     return new Promise<T>((resolve, reject) => {
-      this.queue.push(make({ resolve, reject }));
+      const request = make({
+        resolve: (value) => {
+          this.callEnded(call, value.change, undefined);
+          resolve(value);
+        },
+        reject: (error) => {
+          this.callEnded(call, undefined, error);
+          reject(error);
+        },
+      });
+      this.calls.set(request, call);
+      this.queue.push(request);
       // Calls made while a run is under way join the next batch when it ends; the
       // first call of an idle fleet waits the window for company.
       if (this.draining === undefined && this.timer === undefined) {
@@ -162,13 +204,63 @@ export class UserGroupFleet {
     });
   }
 
+  /** A call answered: its span ended (outcome, or failure) and its duration measured. */
+  private callEnded(call: CallTrace, change: string | undefined, error: unknown): void {
+    if (call.ended) return;
+    call.ended = true;
+    const type = error === undefined ? undefined : failSpan(call.span, error);
+    setSpanAttributes(call.span, () => ({ "user_groups.outcome": change ?? "error" }));
+    call.span.end();
+    automationInstruments()?.ensureDuration.record((performance.now() - call.enqueued) / 1000, {
+      "user_groups.operation": call.operation,
+      "user_groups.outcome": change ?? "error",
+      ...(type !== undefined ? { "error.type": type } : {}),
+    });
+  }
+
+  /**
+   * Runs one batch in its span `user_groups.fleet.batch`. Its parent is the span of
+   * the batch's first call (so a lone sign-up's trace reads handler → ensure → batch →
+   * lease wait, engine run → provider → HTTP); every other call of the batch is
+   * linked from the batch's span and links to it. Each call's span gets the time it
+   * was queued and the batch's size.
+   */
+  private inBatch(batch: readonly Request[], work: () => Promise<void>): Promise<void> {
+    const calls = batch.map((request) => this.calls.get(request)).filter((call): call is CallTrace => call !== undefined);
+    const now = performance.now();
+    const measure = automationInstruments();
+    const operation = batch[0]!.kind;
+    measure?.batchSize.record(batch.length, { "user_groups.operation": operation });
+    for (const call of calls) {
+      if (call.queuedMs === undefined) {
+        call.queuedMs = now - call.enqueued;
+        measure?.queued.record(call.queuedMs / 1000, { "user_groups.operation": operation });
+      }
+      setSpanAttributes(call.span, () => ({ "user_groups.queued_ms": call.queuedMs, "user_groups.batch.size": batch.length }));
+    }
+    const first = calls[0];
+    const parent = first !== undefined ? trace.setSpan(first.parent, first.span) : context.active();
+    const links: Link[] = calls.slice(1).filter((call) => call.span.isRecording()).map((call) => ({ context: call.span.spanContext() }));
+    return inSpan(
+      "user_groups.fleet.batch",
+      { "user_groups.operation": operation, "user_groups.stack": this.options.stack, "user_groups.batch.size": batch.length },
+      async (span) => {
+        if (span.isRecording()) for (const call of calls.slice(1)) call.span.addLink({ context: span.spanContext() });
+        await work();
+      },
+      { parent, links },
+    );
+  }
+
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
         const batch = takeBatch(this.queue);
         try {
-          if (batch[0]!.kind === "ensure") await this.runEnsures(batch as Extract<Request, { kind: "ensure" }>[]);
-          else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
+          await this.inBatch(batch, async () => {
+            if (batch[0]!.kind === "ensure") await this.runEnsures(batch as Extract<Request, { kind: "ensure" }>[]);
+            else await this.runRemoves(batch as Extract<Request, { kind: "remove" }>[]);
+          });
         } catch (error) {
           // Whatever failed the whole batch fails each of its callers that is still waiting (in our vocabulary, scrubbed per caller).
           const failure = runError(error, this.options);
@@ -218,7 +310,15 @@ export class UserGroupFleet {
   }
 
   /** The batch's requests by the shard of their group (new groups get theirs now, before any run may create them). */
-  private async byShard<R extends Request>(batch: readonly R[], assign: boolean): Promise<Map<number, R[]>> {
+  private byShard<R extends Request>(batch: readonly R[], assign: boolean): Promise<Map<number, R[]>> {
+    return inSpan("user_groups.shards.plan", { "user_groups.operation": batch[0]?.kind, "user_groups.stack": this.options.stack, "user_groups.group_count": batch.length }, async (span) => {
+      const grouped = await this.byShardTraced(batch, assign);
+      setSpanAttributes(span, () => ({ "user_groups.shard_count": grouped.size }));
+      return grouped;
+    });
+  }
+
+  private async byShardTraced<R extends Request>(batch: readonly R[], assign: boolean): Promise<Map<number, R[]>> {
     const shards = await this.shards();
     const names = [...new Set(batch.map((request) => request.resourceName))];
     const known = assign ? await shards.directory.assign(names, shards.shardSize) : await shards.directory.read();
@@ -227,6 +327,8 @@ export class UserGroupFleet {
       const shard = known.get(request.resourceName);
       if (shard === undefined) continue; // a remove of a group no shard holds
       this.shardOf.set(request.resourceName, shard);
+      const call = this.calls.get(request);
+      if (call) setSpanAttributes(call.span, () => ({ "user_groups.shard": shard }));
       grouped.set(shard, [...(grouped.get(shard) ?? []), request]);
     }
     return grouped;
@@ -263,7 +365,7 @@ export class UserGroupFleet {
           for (const [name, other] of await directory.claim(names, shard)) moved.set(name, other);
           const claimed = new Map([...specs].filter(([name]) => !moved.has(name)));
           if (claimed.size === 0) return;
-          await stack.up({
+          await engineRun("up", this.stackNameOf(shard), () => stack.up({
             program: async () => {
               for (const [resourceName, spec] of claimed) {
                 const group = declareGroup(spec);
@@ -274,7 +376,7 @@ export class UserGroupFleet {
               return { [FLEET_MARKER_OUTPUT]: true };
             },
             ...this.targetedRun(shard, claimed, tracker, signal),
-          });
+          }), shard);
         });
         mergeChanges(changes, outcome.tracker.changes);
         const settled = new Map<string, GroupOutcome<EnsuredGroup>>();
@@ -354,7 +456,7 @@ export class UserGroupFleet {
           }
           if (specs.size === 0) return;
           try {
-            await stack.destroy(this.targetedRun(shard, specs, tracker, signal));
+            await engineRun("destroy", this.stackNameOf(shard), () => stack.destroy(this.targetedRun(shard, specs, tracker, signal)), shard);
           } finally {
             // Still under the shard's run lease: entries are dropped only for groups its state, read again now, no longer holds.
             // A forget that failed leaves a stale entry, which only sends a later run here again.

@@ -3,3 +3,4 @@
 // file and PostgreSQL backends.
 export { type AdoptEntry, classifyLockHolder, type Here, HERE, type LeaseStore, type RunClaim, RunLeaseHeldError, RunLeaseLostError, type RunRecord } from "./record";
 export { acquireRunLease, leaseStoreFor, RUN_ID_ENV, type RunLease } from "./run-lease";
+export { automationInstruments, tracer as automationTracer, currentLeaseWait, errorTypeOf, failSpan, holderKind, inSpan, LeaseWait, setSpanAttributes, type SpanOptions } from "./telemetry";

@@ -27,6 +27,7 @@ import { StackLockedError, fileBackendDir } from "../backend";
 import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
 import { FileLeaseStore } from "./file-store";
 import { PostgresLeaseStore } from "./postgres-store";
+import { currentLeaseWait, holderKind, LeaseWait } from "./telemetry";
 
 /** The lease store of a backend, or undefined for a backend without one (S3, Azure, GCS, Pulumi Cloud). */
 export function leaseStoreFor(backendUrl: string, project: string, stack: string): LeaseStore | undefined {
@@ -141,7 +142,13 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const here = options.here ?? HERE;
   const clock = options.clock ?? systemClock;
   const startedAt = clock.now();
+  // The wait this run is in (withLockWait's), or one of its own: its span and measurement (lease/telemetry.ts).
+  const wait = currentLeaseWait() ?? new LeaseWait(stackName);
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
-  if (!outcome.acquired) throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder, outcome.retryInMs) });
+  if (!outcome.acquired) {
+    wait.refused(holderKind(outcome.holder, here.host), outcome.holder?.epoch);
+    throw new StackLockedError(stackName, { cause: new RunLeaseHeldError(outcome.holder, outcome.retryInMs) });
+  }
+  wait.acquired(outcome.record.epoch);
   return new RunLease(store, stackName, outcome.record, clock);
 }

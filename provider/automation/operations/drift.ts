@@ -12,7 +12,8 @@ import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/user-group";
 import { type FieldChange, type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
-import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure } from "../engine";
+import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure, engineRun } from "../engine";
+import { inSpan, setSpanAttributes } from "../lease";
 import { withoutCredentials } from "../backend";
 
 export type DriftKind =
@@ -169,6 +170,14 @@ export interface DriftOptions extends RunOptions {
  * (neither the state nor the service), and reports what drifted.
  */
 export async function detectDrift(options: DriftOptions): Promise<DriftReport> {
+  return inSpan("user_groups.drift", { "user_groups.operation": "drift", "user_groups.stack": options.stack }, async (span) => {
+    const report = await detectDriftTraced(options);
+    setSpanAttributes(span, () => ({ "user_groups.group_count": report.checked, "user_groups.drift.drifted_count": report.drift.length }));
+    return report;
+  });
+}
+
+async function detectDriftTraced(options: DriftOptions): Promise<DriftReport> {
   const file = options.groups !== undefined ? validateGroups(options.groups) : undefined;
   const shards = await openShards(options);
   try {
@@ -224,7 +233,7 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
       assertOwnProviderCode(exported, options.stack);
       state = stateGroupsOf(exported.deployment);
       if (state.length > 0 || mustExist) {
-        await prepared.stack.preview({
+        await engineRun("preview", options.stack, () => prepared.stack.preview({
           refresh: true,
           ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
@@ -234,7 +243,7 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
             // A group deleted out of band: gone after the refresh, so the program's group is a create.
             if (meta?.op === "create" && meta.type === USER_GROUP_TYPE) service.set(nameOfUrn(meta.urn), undefined);
           },
-        });
+        }));
       }
     } catch (error) {
       // What the engine said of each group (a rejected key, a base URL the job does not allow), not the CLI's text.

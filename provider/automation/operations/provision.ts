@@ -4,13 +4,18 @@
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, RunResult, RunOptions, ProvisionOptions, Operation } from "../model";
 import { mergeRunResults, eachShard } from "../shards";
 import { withLockWait, runOnce } from "../engine";
+import { inSpan, setSpanAttributes } from "../lease";
 
 async function run(operation: Operation, options: RunOptions & DeleteGuardOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
   const guard = validDeleteGuard(options);
-  const results = await eachShard(operation, options, specs, guard, (part, shardGuard, hooks) =>
-    withLockWait(part.options, () => runOnce(operation, part.options, part.specs, shardGuard, undefined, hooks)),
-  );
-  return mergeRunResults(options.stack, results);
+  // provisionUserGroups & co.: the root of the shards' runs (the CLI's command span is its parent).
+  return inSpan(`user_groups.provision.${operation}`, { "user_groups.operation": operation, "user_groups.stack": options.stack, "user_groups.group_count": specs.length }, async (span) => {
+    const results = await eachShard(operation, options, specs, guard, (part, shardGuard, hooks) =>
+      withLockWait(part.options, () => runOnce(operation, part.options, part.specs, shardGuard, undefined, hooks)),
+    );
+    setSpanAttributes(span, () => ({ "user_groups.shard_count": results.length }));
+    return mergeRunResults(options.stack, results);
+  });
 }
 
 /**

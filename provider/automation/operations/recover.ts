@@ -17,8 +17,8 @@
 // there decides nothing.
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
 import { eachShard, mergeRunResults } from "../shards";
-import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, type LeasedRunHooks } from "../engine";
-import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore } from "../lease";
+import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, type LeasedRunHooks, engineRun } from "../engine";
+import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, inSpan, setSpanAttributes } from "../lease";
 import { LiveLockError } from "../backend";
 
 export type { PendingOperation } from "../model";
@@ -66,6 +66,14 @@ export interface RecoverOptions extends ProvisionOptions {
 }
 
 export async function recoverStack(options: RecoverOptions): Promise<RecoveryReport> {
+  return inSpan("user_groups.recover", { "user_groups.operation": "recover", "user_groups.stack": options.stack }, async (span) => {
+    const report = await recoverTraced(options);
+    setSpanAttributes(span, () => ({ "user_groups.takeover.adopted_count": report.adopted.length, "user_groups.takeover.removed_locks": report.removedLocks.length }));
+    return report;
+  });
+}
+
+async function recoverTraced(options: RecoverOptions): Promise<RecoveryReport> {
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
@@ -142,7 +150,7 @@ async function recoverOnce(
         taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
         adopt = pendingCreatesOf(deployment).map((entry) => entry.resourceName);
       }
-      await prepared.stack.refresh({ clearPendingCreates: true, ...common });
+      await engineRun("refresh", options.stack, () => prepared.stack.refresh({ clearPendingCreates: true, ...common }));
     } catch (error) {
       throw runError(lease?.lost ? lease.signal.reason : error, options);
     } finally {

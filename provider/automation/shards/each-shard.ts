@@ -6,6 +6,14 @@ import { type GroupSpec, type DeleteGuardOptions, heldGroupNames, resourceNameOf
 import { assertUserStackName, type ShardDirectory } from "./directory";
 import { eachLimited, holdersOf, planShardDeletions, shardConcurrency, ShardDirectoryConflictError, ShardedStack, type ShardPart } from "./sharded-stack";
 import { workspaceOf, exportIfExists, type LeasedRunHooks } from "../engine";
+import { inSpan, setSpanAttributes } from "../lease";
+
+/** One shard's run as planned: its part, its deletion guard, the directory's hooks. */
+interface PlannedRun {
+  readonly part: ShardPart;
+  readonly guard: DeleteGuardOptions;
+  readonly hooks: LeasedRunHooks;
+}
 
 /** The root stack's groups (none when it does not exist yet), for a shard directory made now. */
 async function rootHeld(options: RunOptions): Promise<string[] | undefined> {
@@ -69,38 +77,46 @@ export async function eachShard<T>(
 ): Promise<T[]> {
   const shards = await openShards(options);
   try {
-    if (operation !== "up" && operation !== "destroy") {
-      const parts = await shards.parts(specs, false);
-      if (parts.length === 1) return [await work(parts[0]!, guard, {})];
-      // A shard made by an earlier run that never got to it has no stack: a refresh has nothing there.
-      const present =
-        operation === "refresh" ? await eachLimited(parts, shardConcurrency(), async (part) => ((await exportIfExists(part.options)) === undefined ? undefined : part)) : parts;
-      return await eachLimited(
-        present.filter((part): part is ShardPart => part !== undefined),
-        shardConcurrency(),
-        (part) => work(part, guard, {}),
-      );
-    }
-    const candidates = await shards.allShards();
-    const hooksOf = (part: ShardPart) => directoryHooks(shards.directory, options.stack, part.shard, part.specs.map(resourceNameOf));
-    if (candidates.length === 1) {
-      // One shard holds everything there is and gets everything declared: its run judges its deletions from its own
-      // state and declaration (engine/run-once.ts), no read beforehand needed.
-      const parts = await shards.parts(specs, operation === "up");
-      if (parts.length === 1 && parts[0]!.shard === candidates[0]) return [await work(parts[0]!, guard, hooksOf(parts[0]!))];
-    }
-    const states = new Map<number, Deployment | undefined>(
-      await eachLimited(candidates, shardConcurrency(), async (shard) => [shard, await exportIfExists(shards.optionsOf(shard))] as const),
-    );
-    const heldByShard = new Map([...states].map(([shard, deployment]) => [shard, deployment === undefined ? [] : heldGroupNames(deployment)]));
-    const holders = holdersOf(options.stack, heldByShard);
-    const withGroups = [...heldByShard].filter(([, names]) => names.length > 0).map(([shard]) => shard);
-    const parts = await shards.parts(specs, operation === "up", holders, withGroups);
-    const guards = planShardDeletions(operation, options.stack, parts, (shard) => heldByShard.get(shard) ?? [], guard);
-    // A shard made by an earlier run that never got to it has no stack: a destroy has nothing there.
-    const present = operation === "destroy" ? parts.filter((part) => states.get(part.shard) !== undefined) : parts;
-    return await eachLimited(present, shardConcurrency(), (part) => work(part, guards.get(part.shard)!, hooksOf(part)));
+    // Planning (which shards, each one's guard) in its span `user_groups.shards.plan`; the runs after it, a few at a time.
+    const planned = await inSpan("user_groups.shards.plan", { "user_groups.operation": operation, "user_groups.stack": options.stack, "user_groups.group_count": specs.length }, async (span) => {
+      const runs = await planShards(shards, operation, options, specs, guard);
+      setSpanAttributes(span, () => ({ "user_groups.shard_count": runs.length }));
+      return runs;
+    });
+    if (planned.length === 1) return [await work(planned[0]!.part, planned[0]!.guard, planned[0]!.hooks)];
+    return await eachLimited(planned, shardConcurrency(), (run) => work(run.part, run.guard, run.hooks));
   } finally {
     await shards.close();
   }
+}
+
+/** Which shards a whole-set operation runs on, each with its guard and hooks (see eachShard). */
+async function planShards(shards: ShardedStack, operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions): Promise<PlannedRun[]> {
+  if (operation !== "up" && operation !== "destroy") {
+    const parts = await shards.parts(specs, false);
+    if (parts.length === 1) return [{ part: parts[0]!, guard, hooks: {} }];
+    // A shard made by an earlier run that never got to it has no stack: a refresh has nothing there.
+    const present =
+      operation === "refresh" ? await eachLimited(parts, shardConcurrency(), async (part) => ((await exportIfExists(part.options)) === undefined ? undefined : part)) : parts;
+    return present.filter((part): part is ShardPart => part !== undefined).map((part) => ({ part, guard, hooks: {} }));
+  }
+  const candidates = await shards.allShards();
+  const hooksOf = (part: ShardPart) => directoryHooks(shards.directory, options.stack, part.shard, part.specs.map(resourceNameOf));
+  if (candidates.length === 1) {
+    // One shard holds everything there is and gets everything declared: its run judges its deletions from its own
+    // state and declaration (engine/run-once.ts), no read beforehand needed.
+    const parts = await shards.parts(specs, operation === "up");
+    if (parts.length === 1 && parts[0]!.shard === candidates[0]) return [{ part: parts[0]!, guard, hooks: hooksOf(parts[0]!) }];
+  }
+  const states = new Map<number, Deployment | undefined>(
+    await eachLimited(candidates, shardConcurrency(), async (shard) => [shard, await exportIfExists(shards.optionsOf(shard))] as const),
+  );
+  const heldByShard = new Map([...states].map(([shard, deployment]) => [shard, deployment === undefined ? [] : heldGroupNames(deployment)]));
+  const holders = holdersOf(options.stack, heldByShard);
+  const withGroups = [...heldByShard].filter(([, names]) => names.length > 0).map(([shard]) => shard);
+  const parts = await shards.parts(specs, operation === "up", holders, withGroups);
+  const guards = planShardDeletions(operation, options.stack, parts, (shard) => heldByShard.get(shard) ?? [], guard);
+  // A shard made by an earlier run that never got to it has no stack: a destroy has nothing there.
+  const present = operation === "destroy" ? parts.filter((part) => states.get(part.shard) !== undefined) : parts;
+  return present.map((part) => ({ part, guard: guards.get(part.shard)!, hooks: hooksOf(part) }));
 }
