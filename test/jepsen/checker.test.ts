@@ -175,6 +175,8 @@ describe("the fault histories' checker", () => {
       removeOk("r3", "x", 8_000, 11_000),
     ];
     expect(timeToServe(history, { startedAt: 5_000, target: "r1" })).toBe(6_000);
+    // A call that was waiting for the stack when the fault hit its holder, answered after: served by another replica.
+    expect(timeToServe([...history, removeOk("r3", "z", 4_000, 10_000)], { startedAt: 5_000, target: "r1" })).toBe(5_000);
     expect(timeToServe(history, { startedAt: 5_000 })).toBe(4_000);
     expect(timeToServe(history, { startedAt: 20_000 })).toBeUndefined();
   });

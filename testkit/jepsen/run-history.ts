@@ -59,9 +59,8 @@ export interface HistoryOptions {
   readonly removeShare?: number;
   /**
    * Who removes an id: "any" replica (removes race ensures and removes of other
-   * replicas: issue 32 item 3, fixed on wt/races), or only its "owner" (the
-   * replica of its index; ensures and lists still come from every replica).
-   * Default: "any" for the race kind, else "owner".
+   * replicas: issue 32 item 3), or only its "owner" (the replica of its index;
+   * ensures and lists still come from every replica). Default: "any".
    */
   readonly removeFrom?: "any" | "owner";
   /**
@@ -207,7 +206,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const faultMs = options.faultMs ?? 15_000;
   const afterMs = options.afterMs ?? 8_000;
   const removeShare = options.removeShare ?? (options.fault === "race" ? 0.45 : 0.25);
-  const removeFrom = options.removeFrom ?? (options.fault === "race" ? "any" : "owner");
+  const removeFrom = options.removeFrom ?? "any";
   const partition: PartitionMode | undefined =
     options.fault === "partition-reset" ? "reset" : options.fault === "partition-refuse" ? "refuse" : options.fault === "partition-blackhole" ? "blackhole" : undefined;
   const { server } = options;
