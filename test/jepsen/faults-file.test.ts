@@ -73,9 +73,9 @@ describe.skipIf(process.platform !== "linux")("fault histories on a file backend
         // One stack for a fault (every call contends for the stack r1 holds); shards of 3 for the race.
         ...(kind === "race" ? { shardSize: 3 } : {}),
         removeFrom: "any",
-        warmupMs: 4_000,
+        warmupMs: 3_000,
         faultMs,
-        afterMs: 5_000,
+        afterMs: 3_000,
         // A slow request for the stalled node: its engine goes on for this long while its lease is not renewed.
         ...(kind === "stall-node" ? { holdDelayMs: faultMs } : {}),
         ...(elsewhere ? { otherHost: ["r1"] } : {}),

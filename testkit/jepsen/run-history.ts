@@ -243,6 +243,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   let watcher: FSWatcher | undefined;
   let fault: FaultEvent | undefined;
   let loading = true;
+  /** While r1 gets into its run before the fault: the others start no new call. */
+  let settingUp = false;
   const calls: Promise<Op>[] = [];
   const track = (p: Promise<Op>) => {
     calls.push(p);
@@ -257,6 +259,10 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     // The load: each replica one call at a time, ids drawn from the small set.
     const loop = async (replica: Replica) => {
       while (loading && replica.alive) {
+        if (settingUp) {
+          await sleep(50);
+          continue;
+        }
         const pick = rand();
         const f: OpKind = pick < removeShare ? "remove" : pick < removeShare + 0.12 ? "list" : "ensure";
         const at = Math.floor(rand() * ids.length);
@@ -274,6 +280,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     // r1 in a run when the fault lands: a create of its own that the service answers slowly.
     const hold = options.fault !== "none" && options.fault !== "race";
     if (hold) {
+      // No new calls meanwhile, so that r1 gets the stack once the calls under way are answered (not after every replica's next run).
+      settingUp = true;
       server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: options.holdDelayMs ?? 4_000, times: 1 }]);
       void track(r1.call("ensure", holdId));
       // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
@@ -281,6 +289,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
       if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
     }
 
+    settingUp = false;
     // The leases held as the fault lands: r1's (it is in a run), for the time from its last renewal.
     const renewalMatters = ["kill", "pause", "stall-node", "partition-reset", "partition-refuse", "partition-blackhole"].includes(options.fault);
     const leasesBefore = renewalMatters ? await heldLeases(options.backendUrl, stack).catch(() => undefined) : undefined;
