@@ -29,7 +29,9 @@ export interface PostgresSessionOptions {
   readonly applicationName: string;
   /** TCP keepalive on the client's socket (a store that holds a session-level lock wants it). */
   readonly keepAlive?: boolean;
+  /** Default DEFAULT_CONNECT_TIMEOUT_MS. */
   readonly connectTimeoutMs?: number;
+  /** Default DEFAULT_QUERY_TIMEOUT_MS: a statement that waits longer fails as a cut (the session is discarded). */
   readonly queryTimeoutMs?: number;
   /** Runs once on each new session before it is handed out; its error ends the session and is thrown as is. */
   readonly setup?: (client: SqlClient) => Promise<void>;
@@ -52,6 +54,8 @@ export interface PostgresSessionOptions {
 
 /** Connect timeout of a store that names none: a black-holed connect must not hang a caller for good. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** Query timeout of a store that names none: a black-holed session (bytes dropped, socket open) fails as a cut after this. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 
 /** Network errors of the socket (Node's codes): the connection is gone, or never came. */
 const SOCKET_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "EHOSTDOWN", "ENOTFOUND", "EAI_AGAIN"]);
@@ -155,7 +159,7 @@ export class PostgresSession {
       application_name: options.applicationName,
       ...(options.keepAlive ? { keepAlive: true } : {}),
       connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      ...(options.queryTimeoutMs !== undefined ? { query_timeout: options.queryTimeoutMs } : {}),
+      query_timeout: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
     });
     const dropped = () => this.discard(client);
     client.on("error", dropped);

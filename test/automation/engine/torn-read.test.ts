@@ -9,6 +9,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CommandError } from "@pulumi/pulumi/automation";
+import { translateEngineError } from "../../../provider/automation/engine/engine-errors";
 import { exportIfExists, readStateRetrying, selectStack } from "../../../provider/automation/engine/open-stack";
 import { clockWith } from "../../../provider/clock";
 import { isRetryableError } from "../../../testkit/jepsen/retryable";
@@ -109,5 +111,25 @@ describe("reading a state another run is rewriting (file backend)", () => {
     ).catch((e: unknown) => e);
     expect(reads).toBe(1);
     expect(String((error as Error).message)).toBe("incorrect passphrase");
+  });
+});
+
+describe("the engine's own session with a PostgreSQL backend cut under it", () => {
+  /** A CommandError as the Automation API throws it, with Pulumi's stderr. */
+  const failed = (stderr: string) => new (CommandError as unknown as new (result: unknown) => CommandError)({ stdout: "", stderr, code: 255, err: undefined, toString: () => stderr });
+
+  it("is backend_unreachable (retryable), whatever words the server or Go's driver used; a torn read or a provider's failure is not", () => {
+    for (const stderr of [
+      "error: failed to save checkpoint: FATAL: terminating connection due to administrator command (SQLSTATE 57P01)",
+      "error: could not write snapshot: the database system is shutting down (SQLSTATE 57P03)",
+      "error: failed to load checkpoint: write tcp 127.0.0.1:40000->127.0.0.1:5432: write: connection reset by peer",
+      "error: failed to save checkpoint: driver: bad connection",
+    ]) {
+      const error = translateEngineError(failed(stderr), "prod");
+      expect(error, stderr).toMatchObject({ code: "backend_unreachable" });
+      expect(isRetryableError(error as { code: string }), stderr).toBe(true);
+    }
+    expect(translateEngineError(failed('error: failed to load checkpoint: blob (key ".pulumi/stacks/user-groups/x.json") (code=Unknown): unexpected EOF'), "prod")).toMatchObject({ code: "pulumi_command_failed" });
+    expect(translateEngineError(failed("error: default.acme: read ECONNRESET"), "prod")).toMatchObject({ code: "pulumi_command_failed" });
   });
 });
