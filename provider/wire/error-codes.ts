@@ -75,7 +75,7 @@ export const ERROR_CODES = {
   invalid_resource_name: { meaning: "a resource name that is not <profile>.<userGroupId> (a state this version did not write)", thrownBy: "automation/model ResourceNameError", exit: 1 },
 
   // ---- provider/automation/backend ----
-  stack_locked: { meaning: "another run holds the stack's lock (or was rewriting its state while it was read: a file backend's torn checkpoint read, retried ~3 s first); try again when it has finished (gitops.md, stuck locks)", thrownBy: "automation/backend StackLockedError (a torn read: automation/engine TornStateError)", exit: 1 },
+  stack_locked: { meaning: "another run holds the stack's lock (or was rewriting its state while it was read: a file backend's torn checkpoint read, retried ~3 s first); try again when it has finished (gitops.md, stuck locks)", thrownBy: "automation/backend StackLockedError (a torn read: automation/engine tornStateError)", exit: 1 },
   stack_lock_timeout: { meaning: "the stack stayed locked by another run for the whole lock timeout; if that run is gone, `recover` clears it", thrownBy: "automation/backend StackLockTimeoutError", exit: 1 },
   stack_lock_live: { meaning: "the stack's lock is held by a run that is alive, or on another host where it cannot be checked; delete the lock only if that run is really gone", thrownBy: "automation/backend LiveLockError", exit: 1 },
   file_refused: { meaning: "a file that is not a plain regular file of ours (a link, a device, missing, too large): refused", thrownBy: "automation/backend FileRefusedError", exit: 1 },

@@ -113,7 +113,7 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
       if (backendDir === undefined || !isTornRead(error)) throw error;
       await removeLingeringTornSidecars(backendDir, PROJECT_NAME, options.stack);
       return select().catch((again: unknown) => {
-        throw isTornRead(again) ? new TornStateError(options.stack, again) : again;
+        throw isTornRead(again) ? tornStateError(options.stack, again) : again;
       });
     });
     // Every read of the state through this stack rides out a checkpoint another run is rewriting (file backends).
@@ -143,14 +143,12 @@ export function isTornRead(error: unknown): boolean {
 /**
  * A state still torn after the bounded retries: another run is rewriting it
  * (its writer holds the stack's lock), so "the stack is locked, ask again"
- * (`stack_locked`, retryable) is what the caller is told, with Pulumi's words as the cause.
+ * (StackLockedError, `stack_locked`, retryable) is what the caller is told,
+ * with Pulumi's words in its cause.
  */
-export class TornStateError extends StackLockedError {
-  constructor(stackName: string, cause: unknown) {
-    const said = cause instanceof Error ? pulumiErrorLines(cause.message).join("; ").slice(0, 300) : "failed to load checkpoint";
-    super(stackName, { cause: new UserGroupsError("stack_locked", `The state of stack "${stackName}" was being rewritten by another run while it was read (${said}).`) });
-    this.name = "TornStateError";
-  }
+export function tornStateError(stackName: string, cause: unknown): StackLockedError {
+  const said = cause instanceof Error ? pulumiErrorLines(cause.message).join("; ").slice(0, 300) : "failed to load checkpoint";
+  return new StackLockedError(stackName, { cause: new UserGroupsError("stack_locked", `The state of stack "${stackName}" was being rewritten by another run while it was read (${said}).`) });
 }
 
 /** Waits between reads of a torn state: about 3 s in all, longer than a checkpoint write takes unless its disk stalls. */
@@ -158,7 +156,7 @@ export const TORN_READ_WAITS_MS: readonly number[] = [100, 200, 400, 800, 1_600]
 
 /**
  * Reads the state (`read`: a stack's own exportStack), again after a torn read
- * (isTornRead) while TORN_READ_WAITS_MS lasts; then a TornStateError (retryable).
+ * (isTornRead) while TORN_READ_WAITS_MS lasts; then tornStateError (retryable).
  * Any other error is thrown at once, as it is.
  */
 export async function readStateRetrying<T>(read: () => Promise<T>, stackName: string, clock: Clock = systemClock, waits: readonly number[] = TORN_READ_WAITS_MS): Promise<T> {
@@ -168,7 +166,7 @@ export async function readStateRetrying<T>(read: () => Promise<T>, stackName: st
     } catch (error) {
       if (!isTornRead(error)) throw error;
       const wait = waits[attempt];
-      if (wait === undefined) throw new TornStateError(stackName, error);
+      if (wait === undefined) throw tornStateError(stackName, error);
       await clock.sleep(wait);
     }
   }

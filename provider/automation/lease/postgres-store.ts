@@ -7,7 +7,14 @@
 //   whose holder's lease session is gone: a killed holder) and increments the
 //   epoch; renew: UPDATE ... WHERE epoch = mine AND NOT expired (0 rows: lost).
 //   A holder that has not renewed for PG_LEASE_TIMING.ttlMs loses the lease even
-//   while its connection lives (a paused process, a partition).
+//   while its connection lives (a paused process, a partition). A holder whose
+//   lease session is cut (a reset, a restart) does not lose it by that alone: a
+//   new session asks whether its epoch is still current and unexpired, renews and
+//   names itself again; meanwhile another replica may take the lease as an
+//   unattended one, and then the epoch says the holder lost it. A statement cut
+//   under a call is tried once more on a new session (acquire, renewal, locks),
+//   so that one cut costs a retry, not a caller's error (LeaseUnreachableError,
+//   `run_lease_unreachable`, retryable, when the second try fails too).
 // - fence, state: a trigger on Pulumi's table refuses every write from a session
 //   whose application_name says it is the engine of one of our runs
 //   (`ug-run:<lease id>:<epoch>`, put into the engine's backend URL) unless that
