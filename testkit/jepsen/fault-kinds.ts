@@ -39,8 +39,9 @@ export const FAULT_KINDS: Readonly<Record<Backend, readonly FaultKind[]>> = {
  * under load) after the fixes they waited for: the PostgreSQL lease's waiters
  * taking it once (a paused holder's expiry used to be taken over by every
  * waiter in turn), coded retryable errors for a cut PostgreSQL session
- * (partition reset and black hole), a retried torn checkpoint read (slow disk),
- * the remove/remove race; figures in docs/fleet-replicas.md.
+ * (partition reset and black hole), a fleet list() whose state read the backend
+ * refused failing coded (partition refuse), a retried torn checkpoint read (slow
+ * disk), the remove/remove race; figures in docs/fleet-replicas.md.
  */
 export const NOT_IN_NPM_TEST: ReadonlyMap<`${Backend}:${FaultKind}`, string> = new Map<`${Backend}:${FaultKind}`, string>([
   ["postgres:none", "covered: the race history is one without a fault, with more removes"],
