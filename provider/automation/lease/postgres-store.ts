@@ -294,16 +294,24 @@ $fence$`,
         [this.stackKey, this.leaseId],
       );
       const row = (
-        await client.query<{ epoch: string; released: boolean; unexpired: boolean; attended: boolean; left_ms: number }>(
-          `SELECT l.epoch::text AS epoch, l.released, l.expires_at > now() AS unexpired,
-             (EXTRACT(EPOCH FROM (l.expires_at - now())) * 1000)::float8 AS left_ms,
-             EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $2 || l.lease_id || ':' || l.epoch::text) AS attended
+        await client.query<{ epoch: string; lease_id: string; released: boolean; unexpired: boolean; left_ms: number }>(
+          `SELECT l.epoch::text AS epoch, l.lease_id, l.released, l.expires_at > clock_timestamp() AS unexpired,
+             (EXTRACT(EPOCH FROM (l.expires_at - clock_timestamp())) * 1000)::float8 AS left_ms
            FROM ${this.target.leaseTable} l WHERE l.stack_key = $1 FOR UPDATE`,
-          [this.stackKey, LEASE_SESSION_PREFIX],
+          [this.stackKey],
         )
       ).rows[0]!;
+      // Who is connected, read only now that the row is ours: a view of pg_stat_activity taken before waiting for the
+      // row (PostgreSQL keeps one per transaction) misses the session of a waiter that took the lease meanwhile, and
+      // every waiter woken at an expiry would take the lease in turn, each fencing the one before.
+      await client.query("SELECT pg_stat_clear_snapshot()");
+      const attended = (
+        await client.query<{ attended: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1) AS attended", [
+          `${LEASE_SESSION_PREFIX}${row.lease_id}:${row.epoch}`,
+        ])
+      ).rows[0]!.attended;
       const previous = await this.readRecord(client);
-      if (!row.released && row.unexpired && row.attended) {
+      if (!row.released && row.unexpired && attended) {
         holder = previous;
         retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
       } else {
