@@ -165,7 +165,6 @@ export class UserGroupFleet {
     await shards?.then((opened) => opened.close(), () => {});
   }
 
-  /** An error fit for a caller: every secret the fleet knows of (keys, passphrase, the backend URL's password) scrubbed. */
   private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
     return this.enqueue("ensure", spec.userGroupId, (waiter) => ({ kind: "ensure", resourceName: resourceNameOf(spec), spec, waiter }));
   }
