@@ -1,11 +1,13 @@
 // Fault histories, longer than npm test's (issue 32 items 6-7): for each backend
-// and each fault kind (testkit/jepsen/fault-kinds.ts, those awaiting another
-// branch included: the bench reports what happens today), a history of three
-// replicas calling ensure/remove/list on colliding ids with the fault injected
-// while r1 holds the stack; reported per kind: time from the fault to the next
-// call another replica got served by an engine run, groups lost, doubled,
-// orphaned, directory entries wrong, tokens that differ from the service's,
-// failures not retryable or whose retry failed, calls never answered.
+// and each fault kind (testkit/jepsen/fault-kinds.ts, those npm test leaves out
+// included), a history of three replicas calling ensure/remove/list on colliding
+// ids (removes from any replica) with the fault injected while r1 holds the
+// stack, and a fourth replica's fresh sign-up (the probe) at the fault's start;
+// reported per kind: valid or not, time to serve again (the first call another
+// replica got served by an engine run, and the probe) from the fault's start and
+// from r1's last lease renewal, groups lost, doubled, orphaned, directory
+// entries wrong, tokens that differ from the service's, failures not retryable
+// or whose retry failed, calls never answered.
 //   npm run bench -- --only faults
 //   BENCH_FAULTS=postgres:pause,file:slow-disk    only these
 //   BENCH_FAULTS_SEED=7  BENCH_FAULTS_HOLD_MS=45000  (how long a pause or partition lasts)
@@ -13,8 +15,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { startFakeServer } from "../fake-server/index.js";
 import { startPostgres } from "../testkit/postgres.js";
-import { AWAITING_FENCING, AWAITING_RACE_FIX, AWAITING_TORN_READ_FIX, type Backend, FAULT_KINDS, type FaultKind } from "../testkit/jepsen/fault-kinds.js";
-import { describeHistory, runHistory } from "../testkit/jepsen/run-history.js";
+import { type Backend, FAULT_KINDS, type FaultKind, NOT_IN_NPM_TEST } from "../testkit/jepsen/fault-kinds.js";
+import { describeHistory, fromRenewal, runHistory } from "../testkit/jepsen/run-history.js";
 import { startToxiproxy } from "../testkit/jepsen/toxiproxy.js";
 
 const KEY = "bench-faults-key-0000000001";
@@ -22,8 +24,8 @@ const KEY = "bench-faults-key-0000000001";
 export interface FaultRow {
   readonly backend: Backend;
   readonly fault: FaultKind;
-  /** Which branch this kind waits for in npm test (empty: runs there today). */
-  readonly awaiting: string;
+  /** Why npm test leaves this kind out (empty: it runs there). */
+  readonly notInNpmTest: string;
   readonly faultHeldMs: number;
   readonly calls: number;
   readonly ok: number;
@@ -31,6 +33,11 @@ export interface FaultRow {
   readonly unanswered: number;
   readonly timeToServeMs: number | null;
   readonly probeServedMs: number | null;
+  /** r1's last lease renewal, ms before the fault's start (null: it held none, or the fault is not r1's). */
+  readonly lastRenewalBeforeMs: number | null;
+  /** The same times counted from that renewal (from the fault's start when it is unknown). */
+  readonly servedFromRenewalMs: number | null;
+  readonly probeFromRenewalMs: number | null;
   readonly lost: number;
   readonly notRemoved: number;
   readonly doubled: number;
@@ -84,7 +91,7 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
           env,
           ids: Array.from({ length: 6 }, (_, i) => `b${rows.length}-g${i}`),
           ...(fault === "race" || fault === "none" ? { shardSize: 3 } : {}),
-          removeFrom: fault === "race" ? "any" : "owner",
+          removeFrom: "any",
           warmupMs: 10_000,
           faultMs: faultHeldMs,
           afterMs: 20_000,
@@ -96,7 +103,7 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
         rows.push({
           backend,
           fault,
-          awaiting: AWAITING_FENCING.has(key) ? "wt/lease" : AWAITING_RACE_FIX.has(key) ? "wt/races" : AWAITING_TORN_READ_FIX.has(key) ? "torn read" : "",
+          notInNpmTest: NOT_IN_NPM_TEST.get(key) ?? "",
           faultHeldMs,
           calls: result.ops.length,
           ok: v.counts.ok,
@@ -104,6 +111,9 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
           unanswered: v.counts.info,
           timeToServeMs: result.timeToServeMs ?? null,
           probeServedMs: result.probeServedMs ?? null,
+          lastRenewalBeforeMs: result.lastRenewalBeforeMs ?? null,
+          servedFromRenewalMs: fromRenewal(result, result.timeToServeMs) ?? null,
+          probeFromRenewalMs: fromRenewal(result, result.probeServedMs) ?? null,
           lost: v.lost.length,
           notRemoved: v.kept.length,
           doubled: v.doubled.length,
@@ -127,22 +137,29 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
   return { seed, rows };
 }
 
+const noFault = (r: FaultRow) => r.fault === "none" || r.fault === "race";
 const seconds = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).toFixed(1)}`);
 
 export function faultsMarkdown(results: { seed: number; rows: readonly FaultRow[] }): string {
   const lines = [
-    `Seed ${results.seed} (BENCH_FAULTS_SEED). Three replicas, 6 colliding ids, one stack (shards of 3 for none and race); the fault lands while r1 is in an engine run. ` +
-      "\"served again\": from the fault to the first call another replica got served by an engine run (a create or a delete); " +
-      "\"probe\": a fresh create another replica asked for at the fault's start. A pause or partition that lasts longer than 30 s tests issue 32's bound (another replica serves within 30 s).",
+    `Seed ${results.seed} (BENCH_FAULTS_SEED). Three replicas, 6 colliding ids (removes from any replica), one stack (shards of 3 for none and race); the fault lands while r1 is in an engine run. ` +
+      "\"served again\": to the first call another replica got served by an engine run (a create or a delete); " +
+      "\"probe\": a fresh create a fourth replica with no other load asked for at the fault's start. Each from the fault's start and from r1's last lease renewal (\"renewal\"; for a PostgreSQL restart, and a slow disk where r1 goes on renewing, from the fault). " +
+      "A pause or partition that lasts longer than 30 s tests issue 32's bound (another replica serves within 30 s of the last renewal).",
     "",
-    "| backend | fault | held (s) | awaits | calls (ok / failed / unanswered) | served again (s) | probe (s) | lost | not removed | doubled | orphaned | directory | tokens differing | failures not retryable | verdict |",
+    "| backend | fault | held (s) | npm test | calls (ok / failed / unanswered) | served again (s): fault / renewal | probe (s): fault / renewal | lost | not removed | doubled | orphaned | directory | tokens differing | failures not retryable | verdict |",
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ...results.rows.map(
       (r) =>
-        `| ${r.backend} | ${r.fault} | ${(r.faultHeldMs / 1000).toFixed(0)} | ${r.awaiting || "-"} | ${r.calls} (${r.ok} / ${r.failed} / ${r.unanswered}) | ${seconds(r.timeToServeMs)} | ${seconds(r.probeServedMs)} | ` +
+        `| ${r.backend} | ${r.fault} | ${(r.faultHeldMs / 1000).toFixed(0)} | ${r.notInNpmTest ? "no" : "yes"} | ${r.calls} (${r.ok} / ${r.failed} / ${r.unanswered}) | ${noFault(r) ? "-" : `${seconds(r.timeToServeMs)} / ${seconds(r.servedFromRenewalMs)}`} | ${noFault(r) ? "-" : `${seconds(r.probeServedMs)} / ${seconds(r.probeFromRenewalMs)}`} | ` +
         `${r.lost} | ${r.notRemoved} | ${r.doubled} | ${r.orphaned} | ${r.directory} | ${r.tokensDiffering} | ${r.failuresNotRetryable} | ${r.valid ? "valid" : "INVALID"} |`,
     ),
   ];
+  const out = results.rows.filter((r) => r.notInNpmTest);
+  if (out.length > 0) {
+    lines.push("", "Not in `npm test` (testkit/jepsen/fault-kinds.ts):", "");
+    for (const r of out) lines.push(`- ${r.backend} ${r.fault}: ${r.notInNpmTest}`);
+  }
   const invalid = results.rows.filter((r) => !r.valid);
   if (invalid.length > 0) {
     lines.push("", "Problems found (first lines):", "");

@@ -29,7 +29,8 @@
 //            colliding ids, checked: time to serve again, groups lost / doubled /
 //            orphaned, tokens differing (bench/faults.ts); faults.{json,md}. Not
 //            in the default set (about 20 minutes): ask for it with --only faults
-// Quick mode (--quick or BENCH_QUICK=1) takes about two minutes; the full mode
+// Quick mode (--quick or BENCH_QUICK=1) took 13.5 minutes on a busy 2-core machine
+// (docs/performance.md); the full mode
 // (N up to 1000) much longer. Results go to results.json and results.md in the
 // output directory (default: docs/bench/ in full mode, .work/bench-quick/ in
 // quick mode, so a quick run never overwrites the published figures), and the

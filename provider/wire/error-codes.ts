@@ -75,7 +75,7 @@ export const ERROR_CODES = {
   invalid_resource_name: { meaning: "a resource name that is not <profile>.<userGroupId> (a state this version did not write)", thrownBy: "automation/model ResourceNameError", exit: 1 },
 
   // ---- provider/automation/backend ----
-  stack_locked: { meaning: "another run holds the stack's lock; try again when it has finished (gitops.md, stuck locks)", thrownBy: "automation/backend StackLockedError", exit: 1 },
+  stack_locked: { meaning: "another run holds the stack's lock (or was rewriting its state while it was read: a file backend's torn checkpoint read, retried ~3 s first); try again when it has finished (gitops.md, stuck locks)", thrownBy: "automation/backend StackLockedError (a torn read: automation/engine tornStateError)", exit: 1 },
   stack_lock_timeout: { meaning: "the stack stayed locked by another run for the whole lock timeout; if that run is gone, `recover` clears it", thrownBy: "automation/backend StackLockTimeoutError", exit: 1 },
   stack_lock_live: { meaning: "the stack's lock is held by a run that is alive, or on another host where it cannot be checked; delete the lock only if that run is really gone", thrownBy: "automation/backend LiveLockError", exit: 1 },
   file_refused: { meaning: "a file that is not a plain regular file of ours (a link, a device, missing, too large): refused", thrownBy: "automation/backend FileRefusedError", exit: 1 },
@@ -83,7 +83,7 @@ export const ERROR_CODES = {
   // ---- provider/automation/lease ----
   run_lease_held: { meaning: "another live run holds the stack's run lease; try again when it has finished", thrownBy: "automation/lease RunLeaseHeldError", exit: 1 },
   run_lease_lost: { meaning: "the run lease was lost while this run held it (backend connection broke, not renewed in time); the run stopped, ask again", thrownBy: "automation/lease RunLeaseLostError", exit: 1 },
-  run_lease_unreachable: { meaning: "the PostgreSQL backend that holds the run lease cannot be reached; check the backend URL and that it is up", thrownBy: "automation/lease postgres-store", exit: 1 },
+  run_lease_unreachable: { meaning: "the PostgreSQL backend that holds the run lease cannot be reached, or the lease's connection was cut twice in a row (reset, restart, timeout); ask again; if it lasts, check the backend URL and that it is up", thrownBy: "automation/lease LeaseUnreachableError (postgres-store)", exit: 1 },
   run_lease_fence: {
     meaning: "the run fence (a trigger on Pulumi's table) cannot be installed in the PostgreSQL backend: the backend's role must own that table",
     thrownBy: "automation/lease LeaseFenceError",
@@ -97,7 +97,7 @@ export const ERROR_CODES = {
   pulumi_cli_missing: { meaning: "no `pulumi` on PATH; install it and put it on PATH", thrownBy: "automation/engine PulumiCliMissingError", exit: 1 },
   missing_passphrase: { meaning: "PULUMI_CONFIG_PASSPHRASE unset or empty (a fork's pull request gets empty secrets)", thrownBy: "automation/engine MissingPassphraseError", exit: 1 },
   wrong_passphrase: { meaning: "the passphrase is not the one the stack was created with", thrownBy: "automation/engine WrongPassphraseError", exit: 1 },
-  backend_unreachable: { meaning: "the state backend cannot be reached; check PULUMI_BACKEND_URL (backendUrl) and that it is up", thrownBy: "automation/engine BackendUnreachableError", exit: 1 },
+  backend_unreachable: { meaning: "the state backend cannot be reached, or its connection was cut under the engine or the shard directory (reset, restart, timeout); ask again; if it lasts, check PULUMI_BACKEND_URL (backendUrl) and that it is up", thrownBy: "automation/engine BackendUnreachableError (also the shard directory)", exit: 1 },
   backend_not_found: { meaning: "the state backend does not exist (a file:// backend's directory must exist)", thrownBy: "automation/engine BackendUnreachableError", exit: 1 },
   stack_not_found: { meaning: "`refresh`, `destroy` or `drift` of a stack that does not exist; nothing was changed", thrownBy: "automation/engine StackNotFoundError", exit: 1 },
   base_url_not_allowed: { meaning: "stack config names a base URL the job's environment does not: the key was not sent; remove it from the config, or list it in USER_GROUPS_ALLOWED_BASE_URLS", thrownBy: "logic BaseUrlNotAllowedError", exit: 2 },
@@ -133,7 +133,7 @@ export const ERROR_CODES = {
   invalid_rate_budget_store: { meaning: "the rate budget store is not a postgres:// URL or a file:// URL of an absolute directory", thrownBy: "client/rate-budget InvalidRateBudgetStoreError" },
   rate_budget_dir: { meaning: "the rate budget's directory is not absolute, not a directory or another user's (or a budget's name is malformed): refused", thrownBy: "client/rate-budget RateBudgetDirError" },
   rate_budget_locked: { meaning: "the rate budget's ledger file stayed locked by a live holder", thrownBy: "client/rate-budget file-store" },
-  rate_budget_unreachable: { meaning: "the PostgreSQL table of the rate budget cannot be used (the process then paces itself alone)", thrownBy: "client/rate-budget postgres-store" },
+  rate_budget_unreachable: { meaning: "the PostgreSQL table of the rate budget cannot be used, or its connection was cut (the process then paces itself alone)", thrownBy: "client/rate-budget postgres-store" },
   run_fenced: {
     meaning: "a provider process's request was not sent: its run's lease has a newer holder (or expires within 3 s, or could not be confirmed); ask again",
     thrownBy: "client/run-fence RunFencedError",

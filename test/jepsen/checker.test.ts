@@ -4,7 +4,10 @@
 import { describe, expect, it } from "vitest";
 import { checkHistory, type FinalState, problemsOf, timeToServe } from "../../testkit/jepsen/checker";
 import type { Op, OpError, OpValue, ServiceObservation } from "../../testkit/jepsen/history";
-import { isRetryableError } from "../../testkit/jepsen/retryable";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { isRetryableError, RETRYABLE_CODES } from "../../testkit/jepsen/retryable";
+import { ERROR_CODES } from "../../provider/wire/error-codes";
 
 const T1 = "a".repeat(64);
 const T2 = "b".repeat(64);
@@ -165,6 +168,14 @@ describe("the fault histories' checker", () => {
     expect(isRetryableError({ code: "stack_lock_timeout", retryable: false })).toBe(false);
   });
 
+  it("takes as retryable exactly the codes docs/cli-json.md tells callers to ask again, each a code of ours", () => {
+    const doc = readFileSync(path.join(__dirname, "../../docs/cli-json.md"), "utf8");
+    const paragraph = doc.slice(doc.indexOf("**Which failures to ask again.**"), doc.indexOf("(the list the fault histories check"));
+    const listed = [...paragraph.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!);
+    expect([...RETRYABLE_CODES].sort()).toEqual([...new Set(listed)].sort());
+    for (const code of RETRYABLE_CODES) expect(Object.keys(ERROR_CODES)).toContain(code);
+  });
+
   it("measures the time to serve again from another replica's first engine-backed ok after the fault", () => {
     next = 0;
     const history = [
@@ -175,6 +186,8 @@ describe("the fault histories' checker", () => {
       removeOk("r3", "x", 8_000, 11_000),
     ];
     expect(timeToServe(history, { startedAt: 5_000, target: "r1" })).toBe(6_000);
+    // A call that was waiting for the stack when the fault hit its holder, answered after: served by another replica.
+    expect(timeToServe([...history, removeOk("r3", "z", 4_000, 10_000)], { startedAt: 5_000, target: "r1" })).toBe(5_000);
     expect(timeToServe(history, { startedAt: 5_000 })).toBe(4_000);
     expect(timeToServe(history, { startedAt: 20_000 })).toBeUndefined();
   });

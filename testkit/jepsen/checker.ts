@@ -267,17 +267,19 @@ export function checkHistory(history: readonly Op[], final: FinalState, options:
 }
 
 /**
- * Time to serve again after a fault: from its start to the first call of
- * another replica (any replica for a fault of the database), invoked after the
- * start, that returned ok and needed an engine run (a create or a delete; an
- * answer from the state alone proves nothing). undefined when none did.
+ * Time to serve again after a fault: from its start to the first call that
+ * returned ok and needed an engine run (a create or a delete; an answer from the
+ * state alone proves nothing), of another replica when the fault hit one (the
+ * holder: then any such call of another replica answered after the start got
+ * the stack after the holder, even one that was waiting for it when the fault
+ * landed), or of any replica, invoked after the start, for a fault of the
+ * database. undefined when none did.
  */
 export function timeToServe(history: readonly Op[], fault: { readonly startedAt: number; readonly target?: string }): number | undefined {
   const served = history.filter(
     (op) =>
       op.outcome === "ok" &&
-      op.invokedAt >= fault.startedAt &&
-      (fault.target === undefined || op.process !== fault.target) &&
+      (fault.target === undefined ? op.invokedAt >= fault.startedAt : op.process !== fault.target && op.completedAt! >= fault.startedAt) &&
       (op.value?.change === "create" || op.value?.change === "delete"),
   );
   if (served.length === 0) return undefined;

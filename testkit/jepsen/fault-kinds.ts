@@ -1,7 +1,7 @@
 // The faults a history can carry, per backend, and THE ONE PLACE that says which
-// of them wait for another branch (issue 32): test/jepsen/ skips a history whose
-// kind is listed below (JEPSEN_RUN_ALL=1 runs them anyway); after merging the
-// branch, delete its entries here and the tests run in `npm test`.
+// of them `npm test` leaves out, and why: test/jepsen/ skips a history whose kind
+// is listed in NOT_IN_NPM_TEST (JEPSEN_RUN_ALL=1 runs them anyway); the bench
+// (bench/faults.ts, `npm run bench -- --only faults`) runs every kind.
 
 export type Backend = "postgres" | "file";
 
@@ -34,54 +34,28 @@ export const FAULT_KINDS: Readonly<Record<Backend, readonly FaultKind[]>> = {
 };
 
 /**
- * Histories not in `npm test` yet, though wt/lease (fencing) and wt/races (the
- * remove/ensure race) are on main. Each was run with JEPSEN_RUN_ALL=1 on main
- * on 2026-11-25 (served again: from the fault's start):
- * - postgres:partition-refuse VALID (5.6 s): runs in `npm test` (not listed).
- * - postgres:pause VALID (14.5 s); in the full suite's load its history stayed
- *   valid (served 17.6 s) but the probe replica was never served within the
- *   history, so the 30 s check failed: kept out until the probe is made
- *   steady. test/automation/fleet/fleet-pause.test.ts covers the pause.
- * - postgres:partition-reset INVALID (5.4 s) and postgres:partition-blackhole
- *   INVALID (14.4 s): state and service consistent, but a caller got the
- *   driver's raw "Connection terminated unexpectedly", with no code, so not
- *   retryable by retryable.ts: a PostgreSQL error of a store of ours escapes
- *   uncoded when its connection is cut.
- * - file:pause VALID (48.5 s) and file:stall-node VALID (39.7 s): a file backend
- *   never takes over a live holder (it cannot fence), so the others wait until
- *   the paused one resumes; too slow for the suite, kept for the bench.
- * - postgres:race, file:race VALID. With them, every history lets any replica
- *   remove any id; that found a remove racing a remove failing with
- *   pulumi_command_failed (kill and slow-disk histories), fixed in fleet.ts
- *   (a group gone meanwhile is answered "same" under the lease), not yet
- *   re-run as histories.
+ * Histories `npm test` leaves out, with why (the bench runs them). The others
+ * were run with JEPSEN_RUN_ALL=1 on wt/histories (2026-11-26, 2 shared cores
+ * under load) after the fixes they waited for: the PostgreSQL lease's waiters
+ * taking it once (a paused holder's expiry used to be taken over by every
+ * waiter in turn), coded retryable errors for a cut PostgreSQL session
+ * (partition reset and black hole), a fleet list() whose state read the backend
+ * refused failing coded (partition refuse), a retried torn checkpoint read (slow
+ * disk), the remove/remove race; figures in docs/fleet-replicas.md.
  */
-export const AWAITING_FENCING: ReadonlySet<`${Backend}:${FaultKind}`> = new Set<`${Backend}:${FaultKind}`>([
-  "postgres:pause",
-  "postgres:partition-blackhole",
-  "postgres:partition-reset",
-  "file:pause",
-  "file:stall-node",
+export const NOT_IN_NPM_TEST: ReadonlyMap<`${Backend}:${FaultKind}`, string> = new Map<`${Backend}:${FaultKind}`, string>([
+  ["postgres:none", "covered: the race history is one without a fault, with more removes"],
+  ["file:none", "covered: the race history is one without a fault, with more removes"],
+  [
+    "file:pause",
+    "valid, but 40-50 s by design: a file backend cannot fence, so a live holder is never taken over; the others wait until it resumes (or a person runs `user-groups recover --break-lease`)",
+  ],
+  ["file:stall-node", "valid, but 40-50 s by design: as file:pause (the stalled holder's pid lives, so its lease is not taken over)"],
 ]);
 
-/** Histories whose removes race (see above): in npm test once their re-run is VALID. */
-export const AWAITING_RACE_FIX: ReadonlySet<`${Backend}:${FaultKind}`> = new Set<`${Backend}:${FaultKind}`>(["postgres:race", "file:race"]);
-
-/**
- * Histories that fail on main for a reason of their own, not fencing: on a file
- * backend, a replica that reads the state (`stack export`, no lock) while the
- * holder's checkpoint write stalls gets `failed to load checkpoint: EOF` (the
- * engine truncates and rewrites `<stack>.json.attrs` in place), as
- * `pulumi_command_failed`, a code that does not say "ask again" (asking again
- * does succeed). Needs that read retried, or its error coded retryable.
- */
-export const AWAITING_TORN_READ_FIX: ReadonlySet<`${Backend}:${FaultKind}`> = new Set<`${Backend}:${FaultKind}`>(["file:slow-disk"]);
-
-/** Why a history of this kind is not run on this branch yet (undefined: it runs). */
-export function awaiting(backend: Backend, kind: FaultKind, env: NodeJS.ProcessEnv = process.env): string | undefined {
+/** Why a history of this kind is not run in `npm test` (undefined: it runs). */
+export function outOfNpmTest(backend: Backend, kind: FaultKind, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env["JEPSEN_RUN_ALL"] === "1") return undefined;
-  if (AWAITING_FENCING.has(`${backend}:${kind}`)) return "not in npm test yet: see testkit/jepsen/fault-kinds.ts AWAITING_FENCING";
-  if (AWAITING_RACE_FIX.has(`${backend}:${kind}`)) return "not in npm test yet: see testkit/jepsen/fault-kinds.ts AWAITING_RACE_FIX";
-  if (AWAITING_TORN_READ_FIX.has(`${backend}:${kind}`)) return "awaits a retried or retryable torn checkpoint read (testkit/jepsen/fault-kinds.ts AWAITING_TORN_READ_FIX)";
-  return undefined;
+  const why = NOT_IN_NPM_TEST.get(`${backend}:${kind}`);
+  return why === undefined ? undefined : `not in npm test: ${why.split(":")[0]} (testkit/jepsen/fault-kinds.ts; the bench runs it)`;
 }

@@ -38,8 +38,19 @@ export class Replica {
     worker: string,
     job: ReplicaJob,
     env: Record<string, string>,
+    /**
+     * Run "on another host": in a UTS namespace of its own (Linux `unshare`)
+     * with this host name, so that its engine's locks and its lease carry a
+     * host whose pids the other replicas cannot check (the pids stay visible:
+     * only the name decides, as it does between hosts).
+     */
+    host?: string,
   ) {
-    this.child = spawn(process.execPath, [worker], {
+    const [command, args] =
+      host === undefined
+        ? [process.execPath, [worker]]
+        : ["unshare", ["--user", "--map-root-user", "--uts", "sh", "-c", 'hostname "$1" && exec "$2" "$3"', "sh", host, process.execPath, worker]];
+    this.child = spawn(command, args, {
       env: { ...process.env, ...env, JEPSEN_REPLICA: JSON.stringify(job) },
       detached: true, // its own process group: a pod
       stdio: ["pipe", "pipe", "pipe"],

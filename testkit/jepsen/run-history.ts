@@ -12,8 +12,10 @@
 // its proxy's); a PostgreSQL restart; on a file backend, r1's engine frozen at
 // its checkpoint write ("slow disk"), or r1's Node process stalled while its
 // engine goes on.
-import { watch, type FSWatcher, existsSync, mkdirSync } from "node:fs";
+import { watch, type FSWatcher, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { Client } from "pg";
+import { PROJECT_NAME } from "../../provider/automation/internal";
 import type { FakeServer } from "../../fake-server/index.js";
 import type { PostgresServer } from "../postgres.js";
 import { descendantsOf, commandLine, isRunning } from "../kill-tree.js";
@@ -57,11 +59,16 @@ export interface HistoryOptions {
   readonly removeShare?: number;
   /**
    * Who removes an id: "any" replica (removes race ensures and removes of other
-   * replicas: issue 32 item 3, fixed on wt/races), or only its "owner" (the
-   * replica of its index; ensures and lists still come from every replica).
-   * Default: "any" for the race kind, else "owner".
+   * replicas: issue 32 item 3), or only its "owner" (the replica of its index;
+   * ensures and lists still come from every replica). Default: "any".
    */
   readonly removeFrom?: "any" | "owner";
+  /**
+   * Another replica's host name (Linux: its own UTS namespace, `unshare`): the
+   * replicas named here run "on another host", so that no pid of theirs can be
+   * checked from the others (issue 32: "B, as another host"). Default: none.
+   */
+  readonly otherHost?: readonly string[];
   /** Time allowed, after the load, for every call to be answered (ms; default 150 s). */
   readonly drainMs?: number;
   readonly seed?: number;
@@ -78,8 +85,18 @@ export interface HistoryResult {
   readonly problems: readonly string[];
   /** Fault start to another replica's first engine-backed ok call (ms); undefined when none came. */
   readonly timeToServeMs: number | undefined;
-  /** Fault start to the probe's ok (a fresh create another replica asked for right at the start), ms. */
+  /**
+   * Fault start to the probe's ok, ms: a fresh create asked for right at the
+   * fault's start of a replica that carries no other load ("probe", idle until
+   * then, so that the probe does not queue behind a batch of its own replica).
+   */
   readonly probeServedMs: number | undefined;
+  /**
+   * r1's last lease renewal before the fault, ms before the fault's start (read
+   * from the lease: PostgreSQL's table, a file backend's lease file); undefined
+   * when r1 held no lease then. Issue 32's bound counts from that renewal.
+   */
+  readonly lastRenewalBeforeMs: number | undefined;
   readonly durationMs: number;
   readonly final: { readonly serviceGroups: number; readonly stateGroups: number; readonly shards: number };
 }
@@ -97,6 +114,65 @@ function random(seed: number): () => number {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A held lease: which holder (its epoch or lease file number) and when it last renewed (ms since the epoch). */
+interface HeldLease {
+  readonly epoch: number;
+  readonly renewedAt: number;
+}
+
+/**
+ * The leases held on this history's stack and its shards, by stack key. The
+ * replicas run on this machine, so the database's clock and a lease file's are
+ * this one's.
+ */
+export async function heldLeases(backendUrl: string, stack: string): Promise<Map<string, HeldLease>> {
+  const ours = (name: string) => name === stack || name.startsWith(`${stack}.shard-`);
+  const held = new Map<string, HeldLease>();
+  if (backendUrl.startsWith("file://")) {
+    const root = path.join(new URL(backendUrl).pathname, ".user-groups", "leases", PROJECT_NAME);
+    for (const dir of existsSync(root) ? readdirSync(root) : []) {
+      if (!ours(decodeURIComponent(dir))) continue;
+      const numbers = readdirSync(path.join(root, dir)).flatMap((f) => /^lease-(\d+)\.json$/.exec(f)?.[1] ?? []).map(Number);
+      if (numbers.length === 0) continue;
+      const epoch = Math.max(...numbers);
+      try {
+        const record = JSON.parse(readFileSync(path.join(root, dir, `lease-${epoch}.json`), "utf8")) as { renewedAt?: unknown; released?: unknown };
+        if (typeof record.renewedAt === "number" && record.released !== true) held.set(dir, { epoch, renewedAt: record.renewedAt });
+      } catch {
+        // being written
+      }
+    }
+    return held;
+  }
+  const client = new Client({ connectionString: backendUrl });
+  await client.connect();
+  try {
+    const rows = await client.query<{ stack_key: string; epoch: string; renewed: number }>(
+      "SELECT stack_key, epoch::text AS epoch, (EXTRACT(EPOCH FROM updated_at) * 1000)::float8 AS renewed FROM user_groups_run_leases WHERE NOT released AND expires_at > now()",
+    );
+    for (const row of rows.rows) if (ours(row.stack_key.slice(row.stack_key.indexOf("/") + 1))) held.set(row.stack_key, { epoch: Number(row.epoch), renewedAt: row.renewed });
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return held;
+}
+
+/**
+ * The last renewal of the leases held before a fault (`before`), as `after` (read
+ * once the fault landed) shows it when the same holder still holds it: a holder
+ * that was paused or cut off renews no more, and one whose lease was taken over
+ * meanwhile last renewed as `before` says (at most one renewal period early).
+ */
+export function lastRenewalOf(before: ReadonlyMap<string, HeldLease>, after: ReadonlyMap<string, HeldLease>): number | undefined {
+  let last: number | undefined;
+  for (const [key, lease] of before) {
+    const now = after.get(key);
+    const renewed = now !== undefined && now.epoch === lease.epoch ? now.renewedAt : lease.renewedAt;
+    last = Math.max(last ?? 0, renewed);
+  }
+  return last;
+}
 
 async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -117,6 +193,9 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const log = options.log ?? (() => {});
   const rand = random(options.seed ?? 1);
   const recorder = new HistoryRecorder();
+  /** The recorder's time 0, in ms since the epoch. */
+  const origin = Date.now() - recorder.now();
+  let lastRenewalAt: number | undefined;
   const stack = `jepsen-${options.label}`;
   const ids = options.ids ?? ["g0", "g1", "g2", "g3"].map((id) => `${options.label}-${id}`);
   const holdId = `${options.label}-hold`;
@@ -127,7 +206,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const faultMs = options.faultMs ?? 15_000;
   const afterMs = options.afterMs ?? 8_000;
   const removeShare = options.removeShare ?? (options.fault === "race" ? 0.45 : 0.25);
-  const removeFrom = options.removeFrom ?? (options.fault === "race" ? "any" : "owner");
+  const removeFrom = options.removeFrom ?? "any";
   const partition: PartitionMode | undefined =
     options.fault === "partition-reset" ? "reset" : options.fault === "partition-refuse" ? "refuse" : options.fault === "partition-blackhole" ? "blackhole" : undefined;
   const { server } = options;
@@ -149,16 +228,23 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
         workDir: path.join(options.workRoot, `${options.label}-${name}`),
         ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}),
         lockTimeoutMs: options.lockTimeoutMs ?? 90_000,
-      }, options.env),
+      }, options.env, options.otherHost?.includes(name) ? `${name}-elsewhere` : undefined),
   );
   const [r1] = replicas as [Replica, ...Replica[]];
-  const others = replicas.slice(1);
+  // The probe's replica: no load of its own, so that its one call (a fresh sign-up at the fault's start) waits for the stack, not behind a batch of its replica.
+  const hasProbe = options.fault !== "none" && options.fault !== "race";
+  const prober = hasProbe
+    ? new Replica("probe", recorder, options.worker, { stack, backendUrl: options.backendUrl, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, options.env)
+    : undefined;
+  const everyone = prober ? [...replicas, prober] : replicas;
 
   // The service's tokens, sampled.
   const sampler = setInterval(() => recorder.observe(server.groups(), allIds), 100);
   let watcher: FSWatcher | undefined;
   let fault: FaultEvent | undefined;
   let loading = true;
+  /** While r1 gets into its run before the fault: the others start no new call. */
+  let settingUp = false;
   const calls: Promise<Op>[] = [];
   const track = (p: Promise<Op>) => {
     calls.push(p);
@@ -167,12 +253,16 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const cleanups: Array<() => Promise<void> | void> = [];
   const crashed = new Set<string>();
   try {
-    await Promise.all(replicas.map((r) => r.whenReady()));
+    await Promise.all(everyone.map((r) => r.whenReady()));
     log(`history ${options.label}: ${names.length} replicas ready (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
     // The load: each replica one call at a time, ids drawn from the small set.
     const loop = async (replica: Replica) => {
       while (loading && replica.alive) {
+        if (settingUp) {
+          await sleep(50);
+          continue;
+        }
         const pick = rand();
         const f: OpKind = pick < removeShare ? "remove" : pick < removeShare + 0.12 ? "list" : "ensure";
         const at = Math.floor(rand() * ids.length);
@@ -190,12 +280,19 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     // r1 in a run when the fault lands: a create of its own that the service answers slowly.
     const hold = options.fault !== "none" && options.fault !== "race";
     if (hold) {
+      // No new calls meanwhile, so that r1 gets the stack once the calls under way are answered (not after every replica's next run).
+      settingUp = true;
       server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: options.holdDelayMs ?? 4_000, times: 1 }]);
       void track(r1.call("ensure", holdId));
       // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
       const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), 45_000);
       if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
     }
+
+    settingUp = false;
+    // The leases held as the fault lands: r1's (it is in a run), for the time from its last renewal.
+    const renewalMatters = ["kill", "pause", "stall-node", "partition-reset", "partition-refuse", "partition-blackhole"].includes(options.fault);
+    const leasesBefore = renewalMatters ? await heldLeases(options.backendUrl, stack).catch(() => undefined) : undefined;
 
     // The fault.
     let heal: () => Promise<void> = async () => {};
@@ -255,8 +352,12 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
       }
     }
     // Another replica asks for a fresh group right away: the time until it is served.
-    const probe = fault && options.fault !== "pg-restart" ? track(others[0]!.call("ensure", probeId, { duringFault: fault.kind })) : undefined;
-    if (options.fault === "pg-restart") void track(others[0]!.call("ensure", probeId, { duringFault: "pg-restart" }));
+    if (prober && fault) void track(prober.call("ensure", probeId, { duringFault: fault.kind }));
+    // r1's last renewal before the fault (it renews no more: paused, stalled, cut off, dead).
+    if (leasesBefore !== undefined) {
+      const renewed = lastRenewalOf(leasesBefore, await heldLeases(options.backendUrl, stack).catch(() => new Map<string, HeldLease>()));
+      if (renewed !== undefined) lastRenewalAt = renewed - origin;
+    }
     if (fault && fault.healedAt === undefined) {
       await sleep(faultMs);
       await heal();
@@ -268,8 +369,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     await Promise.race([Promise.all(loops), sleep(options.drainMs ?? 150_000)]);
     // Every call answered, or cut as info.
     const drained = await Promise.race([Promise.all(calls).then(() => true), sleep(options.drainMs ?? 150_000).then(() => false)]);
-    if (!drained) for (const r of replicas) r.cut();
-    void probe;
+    if (!drained) for (const r of everyone) r.cut();
 
     // Retries of every failed call (and of a killed replica's unanswered ones), from a replica that is up (r1 when it lives: it was healed).
     const failed = recorder.ops.filter((op) => op.outcome === "fail" || (op.outcome === "info" && crashed.has(op.process)));
@@ -280,15 +380,15 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
       return replica.call(op.f, op.id, { retryOf: op.index });
     });
     const retried = await Promise.race([Promise.all(retries).then(() => true), sleep(options.drainMs ?? 150_000).then(() => false)]);
-    if (!retried) for (const r of replicas) r.cut();
+    if (!retried) for (const r of everyone) r.cut();
   } finally {
     loading = false;
     watcher?.close();
     clearInterval(sampler);
     recorder.observe(server.groups(), allIds);
-    for (const r of replicas) r.resume();
-    await Promise.all(replicas.map((r) => r.close(30_000).catch(() => r.kill())));
-    for (const r of replicas) r.kill(); // anything left under them
+    for (const r of everyone) r.resume();
+    await Promise.all(everyone.map((r) => r.close(30_000).catch(() => r.kill())));
+    for (const r of everyone) r.kill(); // anything left under them
     server.clearFaults();
     for (const cleanup of cleanups) await cleanup();
   }
@@ -314,12 +414,18 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     problems,
     timeToServeMs: faultEvent ? timeToServe(recorder.ops, faultEvent) : undefined,
     probeServedMs: faultEvent && probeOp?.outcome === "ok" ? probeOp.completedAt! - faultEvent.startedAt : undefined,
+    lastRenewalBeforeMs: faultEvent && lastRenewalAt !== undefined ? faultEvent.startedAt - lastRenewalAt : undefined,
     durationMs: Date.now() - started,
     final: { serviceGroups: final.service.length, stateGroups: shards.reduce((n, s) => n + s.groups.length, 0), shards: shards.length },
   };
   log(describeHistory(result));
-  if (problems.length > 0) log(recorder.ops.map(describeOp).join("\n"));
+  if (problems.length > 0 || process.env["JEPSEN_VERBOSE"] === "1") log(recorder.ops.map(describeOp).join("\n"));
   return result;
+}
+
+/** A time from the fault's start counted from r1's last renewal before it (from the fault's start when that is unknown). */
+export function fromRenewal(r: HistoryResult, fromFaultMs: number | undefined): number | undefined {
+  return fromFaultMs === undefined ? undefined : fromFaultMs + (r.lastRenewalBeforeMs ?? 0);
 }
 
 export function describeHistory(r: HistoryResult): string {
@@ -327,7 +433,9 @@ export function describeHistory(r: HistoryResult): string {
   const s = (ms: number | undefined) => (ms === undefined ? "never" : `${(ms / 1000).toFixed(1)} s`);
   return (
     `history ${r.label} (${r.backend}, ${r.fault}): ${r.ops.length} calls (${c.ok} ok, ${c.fail} failed, ${c.info} unanswered, ${c.retried} retried) in ${(r.durationMs / 1000).toFixed(0)} s; ` +
-    `served again ${s(r.timeToServeMs)} after the fault (probe ${s(r.probeServedMs)}); ` +
+    `served again ${s(r.timeToServeMs)} after the fault (probe ${s(r.probeServedMs)})` +
+    (r.lastRenewalBeforeMs !== undefined ? `, r1 last renewed ${s(r.lastRenewalBeforeMs)} before it (probe ${s(fromRenewal(r, r.probeServedMs))} after that renewal)` : "") +
+    "; " +
     `end: ${r.final.serviceGroups} groups on the service, ${r.final.stateGroups} in ${r.final.shards} shard states; ` +
     `${r.problems.length === 0 ? "VALID" : `INVALID: ${r.problems.join("; ")}`}`
   );

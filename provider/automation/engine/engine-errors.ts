@@ -139,6 +139,14 @@ const BACKEND_UNREACHABLE =
   /unable to open state (?:directory|database) "([^"]*)"|failed to ping PostgreSQL|(connection refused|no such host|i\/o timeout|network is unreachable|could not reach)/i;
 
 /**
+ * A PostgreSQL backend's session cut or ended under the engine: the server's
+ * own words (SQLSTATE class 08, 57P01-57P03), Go's driver's, or a reset socket
+ * while the engine read or wrote its state (never the text of a provider's request).
+ */
+const BACKEND_SESSION_GONE =
+  /(terminating connection due to administrator command|the database system is (?:starting up|shutting down|in recovery mode)|driver: bad connection|SQLSTATE (?:08[0-9A-Z]{3}|57P0[1-3]))|(?:checkpoint|snapshot|state|postgres|lock)[^\n]*?(connection reset by peer|broken pipe)/i;
+
+/**
  * Pulumi's CommandError in our vocabulary: a missing CLI, a wrong passphrase,
  * an unreachable or missing backend, else PulumiCommandError. Anything else
  * (ours already, or not Pulumi's) is returned as it is.
@@ -151,6 +159,9 @@ export function translateEngineError(error: unknown, stackName: string): unknown
   if (/incorrect passphrase/i.test(text)) return new WrongPassphraseError(stackName, { cause: error });
   const notFound = BACKEND_NOT_FOUND.exec(text);
   if (notFound) return new BackendUnreachableError("backend_not_found", notFound[1] ? backendPlace(notFound[1]) : undefined, notFound[2] ?? notFound[3]!, { cause: error });
+  // The engine's session with a PostgreSQL backend cut or ended under it (a reset, a restart): retryable, as unreachable.
+  const gone = BACKEND_SESSION_GONE.exec(text);
+  if (gone) return new BackendUnreachableError("backend_unreachable", undefined, `its connection was cut (${gone[1] ?? gone[2]}); ask again`, { cause: error });
   const unreachable = BACKEND_UNREACHABLE.exec(text);
   if (unreachable) {
     const line = pulumiErrorLines(text)[0]!;

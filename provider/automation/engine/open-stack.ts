@@ -14,6 +14,8 @@ import { compileCacheEnv } from "../../compile-cache-dir";
 import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
 import { LeaseWait, RunLeaseHeldError } from "../lease";
+import { type Clock, systemClock } from "../../clock";
+import { pulumiErrorLines } from "./engine-errors";
 
 /** Stacks this process is running now, by backend and name. */
 const running = new Set<string>();
@@ -107,11 +109,17 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
     const stack = await select().catch(async (error: unknown) => {
       // A run killed inside a checkpoint write can leave the stack file's sidecar torn, and then not even
       // `stack select` works, so no takeover could begin: a sidecar that stays torn is its dead writer's.
+      // One torn by a live writer (rewriting it in place) is whole again by then: selected on the second try.
       const backendDir = fileBackendDir(workspace.backendUrl);
-      if (backendDir === undefined || !(error instanceof Error) || !/failed to load checkpoint/.test(error.message)) throw error;
-      if ((await removeLingeringTornSidecars(backendDir, PROJECT_NAME, options.stack)).length === 0) throw error;
-      return select();
+      if (backendDir === undefined || !isTornRead(error)) throw error;
+      await removeLingeringTornSidecars(backendDir, PROJECT_NAME, options.stack);
+      return select().catch((again: unknown) => {
+        throw isTornRead(again) ? tornStateError(options.stack, again) : again;
+      });
     });
+    // Every read of the state through this stack rides out a checkpoint another run is rewriting (file backends).
+    const exportStack = stack.exportStack.bind(stack);
+    stack.exportStack = () => readStateRetrying(exportStack, options.stack);
     if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
     // A new stack's salt is kept at once, not only when the run ends (the process may not live that long).
     runDir.saveSettings();
@@ -119,6 +127,49 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
   } catch (error) {
     runDir.dispose();
     throw error;
+  }
+}
+
+/**
+ * A read of the state that met a checkpoint half rewritten: a file backend's
+ * engine truncates and rewrites `<stack>.json.attrs` in place (gocloud's
+ * fileblob), so a reader without the lock (`stack export`, `stack select`) may
+ * find it empty ("failed to load checkpoint: EOF") for the moment of the write,
+ * or for as long as a slow disk stalls it.
+ */
+export function isTornRead(error: unknown): boolean {
+  return error instanceof Error && /failed to load checkpoint|could not deserialize deployment|unexpected end of JSON input/i.test(error.message);
+}
+
+/**
+ * A state still torn after the bounded retries: another run is rewriting it
+ * (its writer holds the stack's lock), so "the stack is locked, ask again"
+ * (StackLockedError, `stack_locked`, retryable) is what the caller is told,
+ * with Pulumi's words in its cause.
+ */
+export function tornStateError(stackName: string, cause: unknown): StackLockedError {
+  const said = cause instanceof Error ? pulumiErrorLines(cause.message).join("; ").slice(0, 300) : "failed to load checkpoint";
+  return new StackLockedError(stackName, { cause: new UserGroupsError("stack_locked", `The state of stack "${stackName}" was being rewritten by another run while it was read (${said}).`) });
+}
+
+/** Waits between reads of a torn state: about 3 s in all, longer than a checkpoint write takes unless its disk stalls. */
+export const TORN_READ_WAITS_MS: readonly number[] = [100, 200, 400, 800, 1_600];
+
+/**
+ * Reads the state (`read`: a stack's own exportStack), again after a torn read
+ * (isTornRead) while TORN_READ_WAITS_MS lasts; then tornStateError (retryable).
+ * Any other error is thrown at once, as it is.
+ */
+export async function readStateRetrying<T>(read: () => Promise<T>, stackName: string, clock: Clock = systemClock, waits: readonly number[] = TORN_READ_WAITS_MS): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (!isTornRead(error)) throw error;
+      const wait = waits[attempt];
+      if (wait === undefined) throw tornStateError(stackName, error);
+      await clock.sleep(wait);
+    }
   }
 }
 

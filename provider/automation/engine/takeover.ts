@@ -5,13 +5,21 @@
 //      exit within seconds of losing their engine: provider/resource/engine-watchdog.ts),
 //   2. removes that lock (and, on a file backend, the files a killed checkpoint write tore),
 //   3. records the pending creates in the run record (in the backend, never in the work directory),
-//   4. clears them with a refresh (targeted: the groups whose update or delete was pending),
+//   4. refreshes the groups whose update or delete was pending (targeted),
 //   5. adopts exactly those groups: a targeted `up` declaring each as the dead run
 //      did (its pending create's inputs) with adoptExisting, so that a retried
-//      request finds the group the dead run made, with its token, once.
-// Steps 3-5 survive an interruption: the next holder inherits the record.
+//      request finds the group the dead run made, with its token, once,
+//   6. then clears the pending creates (a refresh with clearPendingCreates), once
+//      every one of them is dealt with.
+// Steps 3-6 survive an interruption: the next holder finds the same pending
+// creates in the state. The record's adopt list is never trusted alone (issue 32
+// item 5): an entry is adopted only if the stack's own checkpoint holds a
+// pending create of that very group (our resource type, this stack's URN); any
+// other entry (a record planted, or left by an older release) is refused, said
+// on the run's output, and dropped from the record.
 import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
@@ -43,6 +51,12 @@ function isGroup(op: RawPendingOperation): op is RawPendingOperation & { resourc
   return op.resource?.type?.endsWith(":UserGroup") === true && typeof op.resource.urn === "string";
 }
 
+/** A pending operation on one of our groups of this very stack: our resource type, and the URN this stack gives that group. */
+function isOwnGroup(op: RawPendingOperation, stackName: string): op is RawPendingOperation & { resource: { urn: string; type: string } } {
+  if (op.resource?.type !== USER_GROUP_TYPE || typeof op.resource.urn !== "string") return false;
+  return op.resource.urn === urnOf(stackName, PROJECT_NAME, USER_GROUP_TYPE, nameOfUrn(op.resource.urn));
+}
+
 /** The state's pending operations on groups. */
 export function pendingOf(deployment: unknown): PendingOperation[] {
   const operations = (deployment as RawDeployment | undefined)?.pending_operations ?? [];
@@ -56,6 +70,35 @@ export function pendingCreatesOf(deployment: unknown): AdoptEntry[] {
     .filter(isGroup)
     .filter((op) => op.type === "creating")
     .map((op) => ({ resourceName: nameOfUrn(op.resource.urn), inputs: op.resource.inputs ?? {} }));
+}
+
+/** This stack's own pending creates of groups (our type, this stack's URN), with their inputs. */
+export function ownPendingCreatesOf(deployment: unknown, stackName: string): AdoptEntry[] {
+  const operations = (deployment as RawDeployment | undefined)?.pending_operations ?? [];
+  return operations
+    .filter((op) => op.type === "creating" && isOwnGroup(op, stackName))
+    .map((op) => ({ resourceName: nameOfUrn(op.resource!.urn!), inputs: op.resource!.inputs ?? {} }));
+}
+
+/**
+ * The record's adopt entries checked against the stack's own pending creates:
+ * an entry is kept only when the checkpoint holds a pending create of that
+ * group (the same name, so the same URN and user group id) with the same
+ * inputs; every other one is refused, with why. The record is outside data
+ * (a row of a table, a file in the backend): only the state says what a run of
+ * this stack left half made.
+ */
+export function checkAdoptEntries(recorded: readonly AdoptEntry[], ownPending: readonly AdoptEntry[]): { kept: AdoptEntry[]; refused: { resourceName: string; why: string }[] } {
+  const pending = new Map(ownPending.map((entry) => [entry.resourceName, entry]));
+  const kept: AdoptEntry[] = [];
+  const refused: { resourceName: string; why: string }[] = [];
+  for (const entry of recorded) {
+    const create = pending.get(entry.resourceName);
+    if (create === undefined) refused.push({ resourceName: entry.resourceName, why: "the stack's state holds no pending create of it" });
+    else if (!isDeepStrictEqual(create.inputs, entry.inputs)) refused.push({ resourceName: entry.resourceName, why: "its inputs are not those of the state's pending create" });
+    else kept.push(entry);
+  }
+  return { kept, refused };
 }
 
 /** The adopt list after this takeover: what the record held, and the state's pending creates (newer inputs win). */
@@ -255,26 +298,44 @@ async function takeOverTraced(
   assertOwnProviderCode(exported, options.stackName);
   const deployment = exported.deployment as RawDeployment;
   const pending = pendingOf(deployment);
-  const adopt = mergeAdopt(lease.current.adopt, pendingCreatesOf(deployment));
-  // Written down before the refresh clears them: a takeover interrupted from here on is finished by the next holder.
+  const ownPending = ownPendingCreatesOf(deployment, options.stackName);
+  // The record's entries only where the state itself holds the pending create (see the file header).
+  const { kept, refused } = checkAdoptEntries(lease.current.adopt, ownPending);
+  for (const entry of refused) {
+    options.onOutput?.(`Not adopting ${JSON.stringify(entry.resourceName)} listed in the run record of stack ${JSON.stringify(options.stackName)}: ${entry.why} (a record planted, or left by an older run); it is not touched.\n`);
+  }
+  const adopt = mergeAdopt(kept, ownPending);
+  // Written down before anything changes: a takeover interrupted from here on is finished by the next holder (the state keeps the pending creates until step 6).
   await lease.update({ unfinished: [], adopt });
   const common = {
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
     signal: lease.signal,
   };
-  if ((deployment.pending_operations?.length ?? 0) > 0) {
+  const stackUrn = stackUrnOf(deployment);
+  const operations = deployment.pending_operations ?? [];
+  if (operations.some((op) => op.type !== "creating")) {
     const held = new Set((deployment.resources ?? []).map((r) => r.urn));
-    const touched = (deployment.pending_operations ?? []).filter((op) => op.type !== "creating" && held.has(op.resource?.urn)).map((op) => op.resource!.urn!);
-    const stackUrn = stackUrnOf(deployment);
+    const touched = operations.filter((op) => op.type !== "creating" && held.has(op.resource?.urn)).map((op) => op.resource!.urn!);
     // The stack itself as a target reads nothing: only the groups whose update or delete was cut short are read back.
+    // Pending creates stay (a refresh run without a person keeps them): the proof of what to adopt.
     const target = [...new Set([...(stackUrn ? [stackUrn] : []), ...touched])];
-    await engineRun("refresh", options.stackName, () => options.stack.refresh({ clearPendingCreates: true, ...(target.length > 0 ? { target } : {}), ...common }));
+    await engineRun("refresh", options.stackName, () => options.stack.refresh({ ...(target.length > 0 ? { target } : {}), ...common }));
   }
 
   let adopted: string[] = [];
-  let notAdopted: string[] = [];
-  if (options.adopt && adopt.length > 0) ({ adopted, notAdopted } = await adoptGroups(options, adopt, common));
+  let notAdopted: string[] = refused.map((entry) => entry.resourceName);
+  if (options.adopt && adopt.length > 0) {
+    const outcome = await adoptGroups(options, adopt, common);
+    adopted = outcome.adopted;
+    notAdopted = [...notAdopted, ...outcome.notAdopted];
+  }
+  // The pending creates are cleared once dealt with (all adopted, or the caller adopts them itself: recover); a group
+  // whose adoption failed keeps its pending create, the proof the next holder needs to adopt it.
+  const settled = !options.adopt || adopt.every((entry) => adopted.includes(entry.resourceName) || adoptingSpec(entry) === undefined);
+  if (operations.some((op) => op.type === "creating") && settled) {
+    await engineRun("refresh", options.stackName, () => options.stack.refresh({ clearPendingCreates: true, ...(stackUrn ? { target: [stackUrn] } : {}), ...common }));
+  }
   return { removedLocks: locks, repairedFiles, pending, adopted, notAdopted, killedProcesses };
 }
 

@@ -9,7 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupChange, type GroupResult, type Operation, type RunOptions } from "../model";
 import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
-import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, runError, type SelectedStack, selectStack, withLockWait, scrubSecrets, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
+import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, runError, type SelectedStack, selectStack, withLockWait, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
 import { openShards, shardStackName, eachLimited, shardConcurrency, type ShardedStack } from "../shards";
 import { automationInstruments, automationTracer, errorTypeOf, failSpan, inSpan, type LeaseStore, leaseStoreFor, setSpanAttributes } from "../lease";
 import { UserGroupsError } from "../../wire/errors";
@@ -137,7 +137,8 @@ export class UserGroupFleet {
       });
       return held.flat().sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
-      throw this.scrubbed(error);
+      // In our vocabulary, as every other call's errors: a state read the backend refused is backend_unreachable, not Pulumi's bare "code: -2".
+      throw runError(error, this.options);
     }
   }
 
@@ -162,11 +163,6 @@ export class UserGroupFleet {
     const shards = this.shardsHandle;
     this.shardsHandle = undefined;
     await shards?.then((opened) => opened.close(), () => {});
-  }
-
-  /** An error fit for a caller: every secret the fleet knows of (keys, passphrase, the backend URL's password) scrubbed. */
-  private scrubbed(error: unknown): unknown {
-    return scrubSecrets(error, secretValuesOf(this.options));
   }
 
   private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {

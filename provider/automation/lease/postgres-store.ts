@@ -7,7 +7,14 @@
 //   whose holder's lease session is gone: a killed holder) and increments the
 //   epoch; renew: UPDATE ... WHERE epoch = mine AND NOT expired (0 rows: lost).
 //   A holder that has not renewed for PG_LEASE_TIMING.ttlMs loses the lease even
-//   while its connection lives (a paused process, a partition).
+//   while its connection lives (a paused process, a partition). A holder whose
+//   lease session is cut (a reset, a restart) does not lose it by that alone: a
+//   new session asks whether its epoch is still current and unexpired, renews and
+//   names itself again; meanwhile another replica may take the lease as an
+//   unattended one, and then the epoch says the holder lost it. A statement cut
+//   under a call is tried once more on a new session (acquire, renewal, locks),
+//   so that one cut costs a retry, not a caller's error (LeaseUnreachableError,
+//   `run_lease_unreachable`, retryable, when the second try fails too).
 // - fence, state: a trigger on Pulumi's table refuses every write from a session
 //   whose application_name says it is the engine of one of our runs
 //   (`ug-run:<lease id>:<epoch>`, put into the engine's backend URL) unless that
@@ -52,6 +59,20 @@ const FENCE_TRIGGER = "user_groups_run_fence";
 
 type PgClient = SqlClient;
 
+/**
+ * The run lease's PostgreSQL backend could not be reached, or the lease
+ * session was cut under a statement (`cut`): retryable (`run_lease_unreachable`).
+ */
+export class LeaseUnreachableError extends UserGroupsError {
+  constructor(
+    detail: string,
+    readonly cut: boolean,
+  ) {
+    super("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`);
+    this.name = "LeaseUnreachableError";
+  }
+}
+
 export class LeaseFenceError extends UserGroupsError {
   constructor(table: string, detail: string) {
     super(
@@ -70,6 +91,8 @@ export class PostgresLeaseStore implements LeaseStore {
   onLost: (() => void) | undefined;
   readonly timing: LeaseTiming;
   private held: { readonly epoch: number; readonly runId: string } | undefined;
+  /** Whether the open lease session's name carries the held epoch (a new session after a cut does not yet). */
+  private named = false;
   private readonly session: PostgresSession;
   private readonly target: ReturnType<typeof postgresTarget>;
   private readonly leaseId: string;
@@ -111,18 +134,66 @@ export class PostgresLeaseStore implements LeaseStore {
           },
         },
       ],
-      unreachable: (_error, detail) => new UserGroupsError("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`),
+      connectTimeoutMs: 10_000,
+      unreachable: (_error, detail, during) => new LeaseUnreachableError(detail, during === "query"),
+      // A lease session cut under us does not lose the lease by itself: the next renewal, on a new session, keeps
+      // it while it is ours and unexpired (the epoch decides, not the session), or finds it lost.
       onDropped: () => {
-        if (this.held) {
-          this.held = undefined;
-          this.onLost?.();
-        }
+        this.named = false;
+        if (this.held) void this.recheck(this.held);
       },
     });
   }
 
   private connection(): Promise<PgClient> {
     return this.session.connection();
+  }
+
+  /**
+   * Runs `work` on the session; a session cut under it (a reset, a restart, a
+   * black hole past the query timeout) is tried once more on a new session, so
+   * that a single cut costs a retry, not a caller's error. Only for work that
+   * may run twice: a statement or transaction whose second run finds what the
+   * first one did (every use below checks the epoch, or only reads).
+   */
+  private async once<T>(work: (client: PgClient) => Promise<T>): Promise<T> {
+    try {
+      return await work(await this.connection());
+    } catch (error) {
+      if (!(error instanceof LeaseUnreachableError) || !error.cut) throw error;
+      return work(await this.connection());
+    }
+  }
+
+  /** Names the session for the held epoch (after a cut, a new session is not yet): a successor then sees the holder is there. */
+  private async nameSession(client: PgClient, epoch: number): Promise<void> {
+    if (this.named) return;
+    await client.query("SELECT set_config('application_name', $1, false)", [`${LEASE_SESSION_PREFIX}${this.leaseId}:${epoch}`]);
+    this.named = true;
+  }
+
+  /**
+   * The lease session ended behind our back (a cut, a restart, or a successor
+   * ending it): asks on a new session whether the lease is still ours; if it is
+   * not, it is lost now (not at the next renewal). If the backend cannot tell, the renewals decide.
+   */
+  private async recheck(held: { readonly epoch: number; readonly runId: string }): Promise<void> {
+    try {
+      const ours = await this.once(async (client) => {
+        const result = await client.query<{ ok: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM ${this.target.leaseTable} WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now()) AS ok`,
+          [this.stackKey, held.epoch, held.runId],
+        );
+        if (result.rows[0]?.ok === true) await this.nameSession(client, held.epoch);
+        return result.rows[0]?.ok === true;
+      });
+      if (!ours && this.held === held) {
+        this.held = undefined;
+        this.onLost?.();
+      }
+    } catch {
+      // unreachable: the renewals decide (RunLease gives the lease up once it has not been renewed for nearly its lifetime)
+    }
   }
 
   private async ensureTables(client: PgClient): Promise<void> {
@@ -206,8 +277,13 @@ $fence$`,
    * Takes the lease when it is free, released, expired (the database's clock),
    * or its holder's lease session is gone (a killed holder): the epoch moves on.
    */
-  async tryAcquire(me: RunClaim) {
-    const client = await this.connection();
+  tryAcquire(me: RunClaim) {
+    // Tried again on a new session after a cut: a first try that did commit left a lease of ours with an older
+    // epoch, which the second try takes over as any unattended lease (its session is the cut one).
+    return this.once((client) => this.acquireOn(client, me));
+  }
+
+  private async acquireOn(client: PgClient, me: RunClaim) {
     await client.query("BEGIN");
     let taken: { record: RunRecord; epoch: number; stale: boolean } | undefined;
     let holder: RunRecord | undefined;
@@ -218,16 +294,24 @@ $fence$`,
         [this.stackKey, this.leaseId],
       );
       const row = (
-        await client.query<{ epoch: string; released: boolean; unexpired: boolean; attended: boolean; left_ms: number }>(
-          `SELECT l.epoch::text AS epoch, l.released, l.expires_at > now() AS unexpired,
-             (EXTRACT(EPOCH FROM (l.expires_at - now())) * 1000)::float8 AS left_ms,
-             EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $2 || l.lease_id || ':' || l.epoch::text) AS attended
+        await client.query<{ epoch: string; lease_id: string; released: boolean; unexpired: boolean; left_ms: number }>(
+          `SELECT l.epoch::text AS epoch, l.lease_id, l.released, l.expires_at > clock_timestamp() AS unexpired,
+             (EXTRACT(EPOCH FROM (l.expires_at - clock_timestamp())) * 1000)::float8 AS left_ms
            FROM ${this.target.leaseTable} l WHERE l.stack_key = $1 FOR UPDATE`,
-          [this.stackKey, LEASE_SESSION_PREFIX],
+          [this.stackKey],
         )
       ).rows[0]!;
+      // Who is connected, read only now that the row is ours: a view of pg_stat_activity taken before waiting for the
+      // row (PostgreSQL keeps one per transaction) misses the session of a waiter that took the lease meanwhile, and
+      // every waiter woken at an expiry would take the lease in turn, each fencing the one before.
+      await client.query("SELECT pg_stat_clear_snapshot()");
+      const attended = (
+        await client.query<{ attended: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1) AS attended", [
+          `${LEASE_SESSION_PREFIX}${row.lease_id}:${row.epoch}`,
+        ])
+      ).rows[0]!.attended;
       const previous = await this.readRecord(client);
-      if (!row.released && row.unexpired && row.attended) {
+      if (!row.released && row.unexpired && attended) {
         holder = previous;
         retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
       } else {
@@ -249,6 +333,7 @@ $fence$`,
     }
     if (!taken) return { acquired: false as const, ...(holder ? { holder } : {}), ...(retryInMs !== undefined ? { retryInMs } : {}) };
     this.held = { epoch: taken.epoch, runId: me.runId };
+    this.named = true;
     if (taken.stale) await this.endStaleSessions(client, taken.epoch).catch(() => undefined);
     return { acquired: true as const, record: taken.record };
   }
@@ -276,9 +361,14 @@ $fence$`,
 
   /** Renews the lease (and rewrites the record) only while it is ours and unexpired: false when it is lost. */
   async write(record: RunRecord): Promise<boolean> {
-    const client = this.session.current;
     const held = this.held;
-    if (held === undefined || client === undefined) return false;
+    if (held === undefined) return false;
+    const renewed = await this.once((client) => this.renewOn(client, held, record));
+    if (!renewed && this.held === held) this.held = undefined;
+    return renewed;
+  }
+
+  private async renewOn(client: PgClient, held: { readonly epoch: number; readonly runId: string }, record: RunRecord): Promise<boolean> {
     const result = await client.query<{ renewed: string }>(
       `WITH renewed AS (
          UPDATE ${this.target.leaseTable} SET expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
@@ -289,15 +379,15 @@ $fence$`,
        SELECT (SELECT count(*) FROM renewed)::text AS renewed`,
       [this.stackKey, held.epoch, held.runId, this.timing.ttlMs, JSON.stringify(record)],
     );
-    if (result.rows[0]?.renewed !== "1") {
-      this.held = undefined;
-      return false;
-    }
+    if (result.rows[0]?.renewed !== "1") return false;
+    // Renewed on a new session (the old one was cut): named for its epoch.
+    await this.nameSession(client, held.epoch);
     return true;
   }
 
   /** Our lease session's name back to no epoch: a later holder's takeover has no reason to end it. */
   private async unnamed(client: PgClient): Promise<void> {
+    this.named = false;
     await client.query("SELECT set_config('application_name', $1, false)", [LEASE_SESSION_PREFIX + this.leaseId]).catch(() => undefined);
   }
 
@@ -307,14 +397,15 @@ $fence$`,
     const held = this.held;
     this.held = undefined;
     if (held === undefined || client === undefined) return;
-    await client.query(
+    // A session cut now leaves the lease to expire (or to be taken as an unattended one): the run's work is done.
+    await ignoreCut(client.query(
       `WITH released AS (
          UPDATE ${this.target.leaseTable} SET released = true, expires_at = now(), updated_at = now()
          WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now() RETURNING stack_key
        )
        UPDATE ${this.target.recordTable} SET record = $4, updated_at = now() WHERE stack_key IN (SELECT stack_key FROM released)`,
       [this.stackKey, held.epoch, held.runId, JSON.stringify({ ...record, released: true })],
-    );
+    ));
     await this.unnamed(client);
   }
 
@@ -324,10 +415,10 @@ $fence$`,
     const held = this.held;
     this.held = undefined;
     if (held === undefined || client === undefined) return;
-    await client.query(
+    await ignoreCut(client.query(
       `UPDATE ${this.target.leaseTable} SET expires_at = now(), updated_at = now() WHERE stack_key = $1 AND epoch = $2 AND run_id = $3 AND NOT released AND expires_at > now()`,
       [this.stackKey, held.epoch, held.runId],
-    );
+    ));
     await this.unnamed(client);
   }
 
@@ -343,8 +434,11 @@ $fence$`,
     };
   }
 
-  async pulumiLocks(): Promise<PulumiLock[]> {
-    const client = await this.connection();
+  pulumiLocks(): Promise<PulumiLock[]> {
+    return this.once((client) => this.pulumiLocksOn(client));
+  }
+
+  private async pulumiLocksOn(client: PgClient): Promise<PulumiLock[]> {
     const where = stackPath(this.stack, this.project);
     // Keys are <prefix>.pulumi/locks/<org>/<project>/<stack>/<id>.json; matched here, not by LIKE ("_" is a LIKE wildcard).
     const locksDir = `${this.target.keyPrefix}.pulumi/locks/`;
@@ -374,12 +468,20 @@ $fence$`,
   }
 
   async removePulumiLock(lock: PulumiLock): Promise<void> {
-    const client = await this.connection();
-    await client.query(`DELETE FROM ${this.target.pulumiTable} WHERE key = $1`, [lock.key]);
+    await this.once((client) => client.query(`DELETE FROM ${this.target.pulumiTable} WHERE key = $1`, [lock.key]));
   }
 
   async close(): Promise<void> {
     this.held = undefined;
     await this.session.close();
+  }
+}
+
+/** A statement whose session may be cut meanwhile: a cut is no error of the caller's (the lease then ends by itself). */
+async function ignoreCut(statement: Promise<unknown>): Promise<void> {
+  try {
+    await statement;
+  } catch (error) {
+    if (!(error instanceof LeaseUnreachableError)) throw error;
   }
 }

@@ -202,7 +202,7 @@ export interface LeaseStore {
   pulumiLocks(): Promise<PulumiLock[]>;
   removePulumiLock(lock: PulumiLock): Promise<void>;
   close(): Promise<void>;
-  /** Told when the lease is lost behind our back (PostgreSQL: the connection ended). */
+  /** Told when the lease is lost behind our back (PostgreSQL: its session ended, and a new one found the lease no longer ours). */
   onLost?: (() => void) | undefined;
   /** How long the lease lives past a renewal, how often to renew (file stores: FILE_LEASE_TIMING). */
   readonly timing?: LeaseTiming;

@@ -143,7 +143,10 @@ export interface TakeoverReport {
   readonly pending: readonly PendingOperation[];
   /** Groups adopted from their pending create (empty when the caller adopts them itself, as `recover` does). */
   readonly adopted: readonly string[];
-  /** Pending creates the adopting `up` could not adopt: kept in the run record for the next run. */
+  /**
+   * Pending creates the adopting `up` could not adopt (kept in the run record for the next run), and entries of the
+   * run record's adopt list refused because the stack's state holds no such pending create (dropped, untouched).
+   */
   readonly notAdopted: readonly string[];
   /** Processes of the dead run (same host) that had not exited by themselves and were killed. */
   readonly killedProcesses: number;

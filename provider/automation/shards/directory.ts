@@ -398,7 +398,7 @@ export class PostgresShardDirectory implements ShardDirectory {
         { table: this.stacksTable, columns: { stack_key: "text", initialized_at: "timestamp with time zone" } },
       ],
       // The same error as Pulumi's own failure to reach the backend, and never its password.
-      unreachable: (_error, detail) => new BackendUnreachableError("backend_unreachable", backendPlace(this.target.connectionString), detail),
+      unreachable: (_error, detail) => new BackendUnreachableError("backend_unreachable", backendPlace(this.target.connectionString), `${detail} (the shard directory)`),
     });
   }
 

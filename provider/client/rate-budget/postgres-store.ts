@@ -13,8 +13,8 @@ export const DEFAULT_BUDGET_TABLE = "user_groups_rate_budget";
 
 type PgClient = SqlClient;
 
-function unreachable(error: unknown): UserGroupsError {
-  return new UserGroupsError("rate_budget_unreachable", `Cannot use the PostgreSQL backend for the rate budget (${errorCode(error)})`);
+function unreachable(error: unknown, _detail?: string, during?: "connect" | "query"): UserGroupsError {
+  return new UserGroupsError("rate_budget_unreachable", `Cannot use the PostgreSQL backend for the rate budget (${during === "query" ? "its connection was cut: " : ""}${errorCode(error)})`);
 }
 
 export class PostgresSlotStore implements SlotStore {

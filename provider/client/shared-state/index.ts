@@ -3,7 +3,7 @@
 // password handling, the backend URL as a PostgreSQL target, racing table
 // creation, a lock file and private files in a file backend, a pid's liveness.
 export { LOCK_HERE, type LockHere, withFileLock } from "./file-lock";
-export { PostgresSession, type PostgresSessionOptions, type SqlClient } from "./postgres-session";
+export { DEFAULT_CONNECT_TIMEOUT_MS, isConnectionLost, PostgresSession, type PostgresSessionOptions, type SqlClient } from "./postgres-session";
 export { BackendTableNameError, isSqlName, postgresTarget, withoutSecret } from "./postgres-target";
 export { privateDirs, writePrivate } from "./private-files";
 export { processAlive } from "./processes";
