@@ -138,7 +138,11 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
  * or for as long as a slow disk stalls it.
  */
 export function isTornRead(error: unknown): boolean {
-  return error instanceof Error && /failed to load checkpoint|could not deserialize deployment|unexpected end of JSON input/i.test(error.message);
+  if (!(error instanceof Error)) return false;
+  // A wrong passphrase or a cut database connection also fails "to load checkpoint": those are not torn files,
+  // and asking again would only hide them (as stack_locked) behind seconds of waiting.
+  if (/passphrase|secrets manager|decrypt|SQLSTATE|connection|driver: bad/i.test(error.message)) return false;
+  return /(failed to load checkpoint|could not deserialize deployment)[^\n]*(EOF|unexpected end|invalid character|unmarshal)|unexpected end of JSON input/i.test(error.message);
 }
 
 /**

@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CommandError } from "@pulumi/pulumi/automation";
 import { translateEngineError } from "../../../provider/automation/engine/engine-errors";
-import { exportIfExists, readStateRetrying, selectStack } from "../../../provider/automation/engine/open-stack";
+import { exportIfExists, isTornRead, readStateRetrying, selectStack } from "../../../provider/automation/engine/open-stack";
 import { clockWith } from "../../../provider/clock";
 import { isRetryableError } from "../../../testkit/jepsen/retryable";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
@@ -111,6 +111,23 @@ describe("reading a state another run is rewriting (file backend)", () => {
     ).catch((e: unknown) => e);
     expect(reads).toBe(1);
     expect(String((error as Error).message)).toBe("incorrect passphrase");
+  });
+});
+
+describe("what counts as a torn read", () => {
+  it("a half-written checkpoint does; a wrong passphrase or a cut database connection does not (they are not asked again as stack_locked)", () => {
+    for (const torn of [
+      "error: failed to load checkpoint: EOF",
+      'error: failed to load checkpoint: blob (key ".pulumi/stacks/user-groups/x.json") (code=Unknown): unexpected EOF',
+      "error: could not deserialize deployment: unexpected end of JSON input",
+    ]) expect(isTornRead(new Error(torn)), torn).toBe(true);
+    for (const whole of [
+      "error: could not deserialize deployment: get stack secrets manager: incorrect passphrase",
+      "error: failed to load checkpoint: incorrect passphrase",
+      "error: failed to load checkpoint: write tcp 127.0.0.1:40000->127.0.0.1:5432: write: connection reset by peer",
+      "error: failed to load checkpoint: FATAL: terminating connection due to administrator command (SQLSTATE 57P01)",
+      "error: no stack named 'x' found",
+    ]) expect(isTornRead(new Error(whole)), whole).toBe(false);
   });
 });
 
