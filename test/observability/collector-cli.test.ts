@@ -173,6 +173,27 @@ describe("user-groups with OTEL_* exporting to a real OpenTelemetry Collector", 
     expect(budgetWaits.every((p) => p.unit === "s" && Object.keys(p.attributes).length === 0)).toBe(true);
     expect(Math.max(...budgetWaits.map((p) => p.count ?? 0))).toBeGreaterThanOrEqual(1);
 
+    // Metrics alone: the engine's traces off (no --otel-traces, so no receiver for the providers), OTEL_* still asking
+    // for metrics: the preload is still in the engine run's NODE_OPTIONS and the provider's metrics still arrive (at a
+    // collector of their own, so that every point is this run's).
+    const quietCollector = await startOtelCollector();
+    try {
+      const quietTrace = randomBytes(16).toString("hex");
+      const quiet = await tracedCli(quietTrace, randomBytes(8).toString("hex"), ["drift"], {
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+        OTEL_EXPORTER_OTLP_ENDPOINT: quietCollector.grpcEndpoint,
+        USER_GROUPS_ENGINE_OTEL_TRACES: "off",
+      });
+      expect(quiet.code, quiet.stderr).not.toBe(0);
+      const quietPoints = await quietCollector.waitForMetrics((all) => all.some((p) => p.name === "http.client.request.duration" && p.service === PROVIDER));
+      // The drift's read looks the group up (a PUT of the user API, as in the tree in docs/observability.md).
+      expect(quietPoints.some((p) => p.name === "http.client.request.duration" && p.service === PROVIDER && p.attributes["http.response.status_code"] === 200)).toBe(true);
+      const quietSpans = await quietCollector.waitForSpans((all) => all.some((span) => span.name === "user-groups drift"));
+      expect(quietSpans.filter((span) => span.service !== "gitops-job").map((span) => `${span.service}: ${span.name}`)).toEqual([]);
+    } finally {
+      await quietCollector.stop();
+    }
+
     // No secret anywhere the collector wrote: the API key, the passphrase, the property value, the group's token.
     const token = server.groups().find((g) => g.user_group_id === "traced")!.token;
     const exported = readFileSync(collector.tracesFile, "utf8") + readFileSync(collector.metricsFile, "utf8");
