@@ -87,7 +87,27 @@ let tracing = false;
 let metering = false;
 let hookedGrpc: unknown;
 
-/** Flushes everything recorded so far, at most FLUSH_CAP_MS; never fails (an export that failed costs the telemetry, never the call). */
+/**
+ * A flusher that never starts a flush while its last one is still running: an
+ * endpoint that stopped answering (a collector black-holed by a firewall) holds
+ * one answer up for FLUSH_CAP_MS, not every answer until the exporter's own
+ * timeout (10 s by default) gives up; the flushes after it go on once it settles.
+ */
+function oneAtATime(flush: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => {
+    if (running !== undefined) return Promise.resolve();
+    const current = flush()
+      .catch(() => {}) // an export that failed costs the telemetry, never the call
+      .finally(() => {
+        if (running === current) running = undefined;
+      });
+    running = current;
+    return current;
+  };
+}
+
+/** Flushes everything recorded so far, at most FLUSH_CAP_MS; never fails. */
 function flushAll(): Promise<void> {
   if (flushers.length === 0) return Promise.resolve();
   return new Promise<void>((resolve) => {
@@ -145,7 +165,7 @@ export function startProviderTracing(endpoint: string, provider: keyof typeof SE
   });
   tracerProvider.register({ propagator: new W3CTraceContextPropagator() });
   tracing = true;
-  flushers.push(() => tracerProvider.forceFlush());
+  flushers.push(oneAtATime(() => tracerProvider.forceFlush()));
   hookOnce(serverModule === undefined ? pulumiRequire : createRequire(serverModule));
   return true;
 }
@@ -177,7 +197,7 @@ export function startProviderMetrics(env: OtelEnv, provider: keyof typeof SERVIC
   });
   metrics.setGlobalMeterProvider(meterProvider as unknown as MeterProvider);
   metering = true;
-  flushers.push(() => meterProvider.forceFlush());
+  flushers.push(oneAtATime(() => meterProvider.forceFlush()));
   hookOnce(createRequire(serverModule ?? require.resolve("@pulumi/pulumi")));
   return true;
 }
