@@ -195,11 +195,53 @@ export function startProviderMetrics(env: OtelEnv, provider: keyof typeof SERVIC
     resource: resourceFromAttributes({ "service.name": SERVICE_NAMES[provider], "service.version": PACKAGE_VERSION }),
     readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: metricExportIntervalMs(env) })],
   });
-  metrics.setGlobalMeterProvider(meterProvider as unknown as MeterProvider);
+  // Only answers after which something was recorded wait for an export (a Check, a Configure, ... make no request).
+  let recorded = false;
+  metrics.setGlobalMeterProvider(recordingTracked(meterProvider as unknown as MeterProvider, () => (recorded = true)));
   metering = true;
-  flushers.push(oneAtATime(() => meterProvider.forceFlush()));
+  const flushMetrics = oneAtATime(() => meterProvider.forceFlush());
+  flushers.push(() => {
+    if (!recorded) return Promise.resolve();
+    recorded = false;
+    return flushMetrics();
+  });
   hookOnce(createRequire(serverModule ?? require.resolve("@pulumi/pulumi")));
   return true;
+}
+
+/** A meter provider whose synchronous instruments call `onRecord` each time they record (`add`, `record`). */
+export function recordingTracked(provider: MeterProvider, onRecord: () => void): MeterProvider {
+  const tracked = <T extends object>(instrument: T): T =>
+    new Proxy(instrument, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        if (property === "add" || property === "record") {
+          return (...args: unknown[]) => {
+            onRecord();
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+  return {
+    getMeter(name, version, options) {
+      const meter = provider.getMeter(name, version, options);
+      return new Proxy(meter, {
+        get(target, property, receiver) {
+          const value: unknown = Reflect.get(target, property, receiver);
+          if (typeof value !== "function") return value;
+          const bound = (value as (...a: unknown[]) => unknown).bind(target);
+          // Synchronous instruments only (an observable one is read at collection, by the reader).
+          if (property === "createCounter" || property === "createHistogram" || property === "createUpDownCounter" || property === "createGauge") {
+            return (...args: unknown[]) => tracked(bound(...args) as object);
+          }
+          return bound;
+        },
+      });
+    },
+  };
 }
 
 /** Flushes the spans and metrics recorded so far (no-op when telemetry is off). */
