@@ -5,7 +5,7 @@
 // PULUMI_OTEL_EXPORTER_OTLP_ENDPOINT; with it, the provider process exports its
 // spans there and each gRPC call from the engine runs inside a server span that
 // is the child of the engine's client span (telemetry-sdk.ts). Without it this
-// module reads one variable and loads nothing else: free when off.
+// module reads a few variables and loads nothing else: free when off.
 //
 // Metrics: the provider process inherits the engine's environment, so the standard
 // OTEL_* variables of the CLI or service that started the engine reach it; when they
