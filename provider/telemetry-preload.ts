@@ -5,11 +5,19 @@
 // PULUMI_OTEL_EXPORTER_OTLP_ENDPOINT; with it, the provider process exports its
 // spans there and each gRPC call from the engine runs inside a server span that
 // is the child of the engine's client span (telemetry-sdk.ts). Without it this
-// module reads one variable and loads nothing else: free when off.
+// module reads a few variables and loads nothing else: free when off.
+//
+// Metrics: the provider process inherits the engine's environment, so the standard
+// OTEL_* variables of the CLI or service that started the engine reach it; when they
+// ask for OTLP metrics (otel-env.ts, otlpMetricsRequested) the HTTP client's
+// instruments are exported there too (telemetry-sdk.ts, startProviderMetrics), with
+// or without `--otel-traces`. With neither, only the variables are read.
 //
 // NODE_OPTIONS reaches every node process of an engine run (the language host,
 // the program, the dynamic-provider shim's `node -e`): only Pulumi's Node.js
 // dynamic-provider host is traced from here; the plugin asks for itself.
+
+import { otlpMetricsRequested } from "./otel-env";
 
 /** The variable the Pulumi CLI sets for its plugins when run with `--otel-traces`: its OTLP receiver's `host:port`. */
 export const OTLP_ENDPOINT_ENV = "PULUMI_OTEL_EXPORTER_OTLP_ENDPOINT";
@@ -33,16 +41,42 @@ export function startProviderTracingIfWanted(provider: "dynamic" | "plugin", alw
   const endpoint = env[OTLP_ENDPOINT_ENV];
   if (!endpoint) return false;
   if (!always && !isDynamicProviderProcess()) return false;
-  // The dynamic-provider host's own grpc-js (the program's @pulumi/pulumi may be another copy than ours).
-  const serverModule = provider === "dynamic" && isDynamicProviderProcess() ? process.argv[1] : undefined;
+  return started("tracing", () => sdk().startProviderTracing(endpoint, provider, serverModuleOf(provider)));
+}
+
+/**
+ * Starts the provider process's metrics when the OTEL_* variables it inherited
+ * ask for OTLP metrics (otlpMetricsRequested). Only in the dynamic-provider host
+ * unless `always` (the plugin). Returns whether metrics are on.
+ */
+export function startProviderMetricsIfWanted(provider: "dynamic" | "plugin", always = false, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (!otlpMetricsRequested(env)) return false;
+  if (!always && !isDynamicProviderProcess()) return false;
+  return started("metrics", () => sdk().startProviderMetrics(env, provider, serverModuleOf(provider)));
+}
+
+/** Both: what the preload and the plugin call first. */
+export function startProviderTelemetryIfWanted(provider: "dynamic" | "plugin", always = false, env: NodeJS.ProcessEnv = process.env): { tracing: boolean; metrics: boolean } {
+  return { tracing: startProviderTracingIfWanted(provider, always, env), metrics: startProviderMetricsIfWanted(provider, always, env) };
+}
+
+function sdk(): typeof import("./telemetry-sdk") {
+  return require("./telemetry-sdk") as typeof import("./telemetry-sdk");
+}
+
+/** The dynamic-provider host's own grpc-js (the program's @pulumi/pulumi may be another copy than ours). */
+function serverModuleOf(provider: "dynamic" | "plugin"): string | undefined {
+  return provider === "dynamic" && isDynamicProviderProcess() ? process.argv[1] : undefined;
+}
+
+function started(what: string, start: () => boolean): boolean {
   try {
-    const sdk = require("./telemetry-sdk") as typeof import("./telemetry-sdk");
-    return sdk.startProviderTracing(endpoint, provider, serverModule);
+    return start();
   } catch (error) {
-    // Tracing never stops the provider: it runs untraced, and says why (a module that could not be loaded).
-    process.stderr.write(`pulumi-user-groups/otel-preload: tracing is off: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}\n`);
+    // Telemetry never stops the provider: it runs without, and says why (a module that could not be loaded, a bad protocol).
+    process.stderr.write(`pulumi-user-groups/otel-preload: ${what} is off: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}\n`);
     return false;
   }
 }
 
-startProviderTracingIfWanted("dynamic");
+startProviderTelemetryIfWanted("dynamic");

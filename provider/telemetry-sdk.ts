@@ -11,11 +11,19 @@
 // receiver before its answer goes back (at most FLUSH_CAP_MS, so a receiver
 // that stopped answering never holds a call up for long).
 //
-// The SDK packages are @pulumi/pulumi's own dependencies, loaded through it (as
-// plugin/server-hooks.ts loads its grpc-js): the package itself depends only on
-// @opentelemetry/api.
+// Metrics (startProviderMetrics, loaded by telemetry-preload.ts when the OTEL_*
+// variables the process inherited from the engine ask for OTLP metrics): a meter
+// provider exporting the HTTP client's instruments (http.client.request.duration,
+// retries, 429s, rate-budget waits) to the OTLP endpoint of OTEL_*, flushed with
+// the spans before each answer for the same reason.
+//
+// The trace SDK packages are @pulumi/pulumi's own dependencies, loaded through it (as
+// plugin/server-hooks.ts loads its grpc-js); the metrics SDK and its OTLP exporters
+// (not among them) are this package's dependencies for the CLI, loaded through
+// createRequire as well: the library's modules import only @opentelemetry/api.
 import { createRequire } from "node:module";
-import { context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
+import { context, type MeterProvider, metrics, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
+import { metricExportIntervalMs, type OtelEnv, otlpProtocolOf } from "./otel-env";
 import { allowedAttributes, errorType, packageTracer } from "./telemetry";
 import { PACKAGE_VERSION } from "./version";
 
@@ -47,6 +55,16 @@ interface Core {
 interface Resources {
   resourceFromAttributes(attributes: Record<string, string>): unknown;
 }
+interface MeterProviderLike {
+  forceFlush(): Promise<void>;
+}
+interface SdkMetrics {
+  MeterProvider: new (config: { resource: unknown; readers: unknown[] }) => MeterProviderLike;
+  PeriodicExportingMetricReader: new (config: { exporter: unknown; exportIntervalMillis?: number }) => unknown;
+}
+interface OtlpMetricExporterModule {
+  OTLPMetricExporter: new () => unknown;
+}
 
 interface MethodDefinition {
   readonly path: string;
@@ -63,7 +81,52 @@ interface GrpcModule {
   status: Record<string, number | string>;
 }
 
-let flushSpans: (() => Promise<void>) | undefined;
+/** What is flushed before each answer: the tracer provider's spans, the meter provider's metrics. */
+const flushers: Array<() => Promise<void>> = [];
+let tracing = false;
+let metering = false;
+let hookedGrpc: unknown;
+
+/**
+ * A flusher that never starts a flush while its last one is still running: an
+ * endpoint that stopped answering (a collector black-holed by a firewall) holds
+ * one answer up for FLUSH_CAP_MS, not every answer until the exporter's own
+ * timeout (10 s by default) gives up; the flushes after it go on once it settles.
+ */
+function oneAtATime(flush: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => {
+    if (running !== undefined) return Promise.resolve();
+    const current = flush()
+      .catch(() => {}) // an export that failed costs the telemetry, never the call
+      .finally(() => {
+        if (running === current) running = undefined;
+      });
+    running = current;
+    return current;
+  };
+}
+
+/** Flushes everything recorded so far, at most FLUSH_CAP_MS; never fails. */
+function flushAll(): Promise<void> {
+  if (flushers.length === 0) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, FLUSH_CAP_MS);
+    timer.unref();
+    void Promise.allSettled(flushers.map((flush) => flush())).then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** Hooks the gRPC server of `serverRequire`'s grpc-js once: each unary call in a SERVER span, flushed before its answer. */
+function hookOnce(serverRequire: NodeJS.Require): void {
+  const grpc = serverRequire("@grpc/grpc-js") as GrpcModule;
+  if (hookedGrpc === grpc) return;
+  hookedGrpc = grpc;
+  hookGrpcServer(grpc, flushAll);
+}
 
 /** A metadata map's value as text (grpc-js gives strings, or Buffers for `-bin` keys). */
 const metadataGetter: TextMapGetter<Record<string, unknown>> = {
@@ -87,7 +150,7 @@ export function receiverUrl(endpoint: string): string {
  * process; true when on.
  */
 export function startProviderTracing(endpoint: string, provider: keyof typeof SERVICE_NAMES, serverModule?: string): boolean {
-  if (flushSpans !== undefined) return true;
+  if (tracing) return true;
   // What @pulumi/pulumi itself loads: the same grpc-js as its provider servers.
   const pulumiRequire = createRequire(require.resolve("@pulumi/pulumi"));
   const { NodeTracerProvider } = pulumiRequire("@opentelemetry/sdk-trace-node") as SdkTraceNode;
@@ -101,29 +164,89 @@ export function startProviderTracing(endpoint: string, provider: keyof typeof SE
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: receiverUrl(endpoint) }))],
   });
   tracerProvider.register({ propagator: new W3CTraceContextPropagator() });
-  flushSpans = () =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, FLUSH_CAP_MS);
-      timer.unref();
-      tracerProvider.forceFlush().then(
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        () => {
-          clearTimeout(timer);
-          resolve(); // an export that failed costs the trace, never the call
-        },
-      );
-    });
-  const serverRequire = serverModule === undefined ? pulumiRequire : createRequire(serverModule);
-  hookGrpcServer(serverRequire("@grpc/grpc-js") as GrpcModule, flushSpans);
+  tracing = true;
+  flushers.push(oneAtATime(() => tracerProvider.forceFlush()));
+  hookOnce(serverModule === undefined ? pulumiRequire : createRequire(serverModule));
   return true;
 }
 
-/** Flushes the spans ended so far (no-op when tracing is off). */
+/** The OTLP metric exporter packages, by protocol (they read their endpoint, headers, timeout... from OTEL_* themselves). */
+const METRIC_EXPORTERS = {
+  grpc: "@opentelemetry/exporter-metrics-otlp-grpc",
+  "http/protobuf": "@opentelemetry/exporter-metrics-otlp-proto",
+  "http/json": "@opentelemetry/exporter-metrics-otlp-http",
+} as const;
+
+/**
+ * Registers a meter provider exporting over OTLP as the OTEL_* variables of `env`
+ * say (protocol, export interval; the exporter reads the endpoint, headers, ...
+ * from the process's environment), and hooks the gRPC server the provider is
+ * about to start so the metrics are flushed before each answer. Once per
+ * process; true when on. Throws on a bad protocol (the preload says so and runs without).
+ */
+export function startProviderMetrics(env: OtelEnv, provider: keyof typeof SERVICE_NAMES, serverModule?: string): boolean {
+  if (metering) return true;
+  const exporterPackage = METRIC_EXPORTERS[otlpProtocolOf(env, "METRICS")];
+  const ownRequire = createRequire(__filename);
+  const { MeterProvider, PeriodicExportingMetricReader } = ownRequire("@opentelemetry/sdk-metrics") as SdkMetrics;
+  const { resourceFromAttributes } = ownRequire("@opentelemetry/resources") as Resources;
+  const { OTLPMetricExporter } = ownRequire(exporterPackage) as OtlpMetricExporterModule;
+  const meterProvider = new MeterProvider({
+    resource: resourceFromAttributes({ "service.name": SERVICE_NAMES[provider], "service.version": PACKAGE_VERSION }),
+    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: metricExportIntervalMs(env) })],
+  });
+  // Only answers after which something was recorded wait for an export (a Check, a Configure, ... make no request).
+  let recorded = false;
+  metrics.setGlobalMeterProvider(recordingTracked(meterProvider as unknown as MeterProvider, () => (recorded = true)));
+  metering = true;
+  const flushMetrics = oneAtATime(() => meterProvider.forceFlush());
+  flushers.push(() => {
+    if (!recorded) return Promise.resolve();
+    recorded = false;
+    return flushMetrics();
+  });
+  hookOnce(createRequire(serverModule ?? require.resolve("@pulumi/pulumi")));
+  return true;
+}
+
+/** A meter provider whose synchronous instruments call `onRecord` each time they record (`add`, `record`). */
+export function recordingTracked(provider: MeterProvider, onRecord: () => void): MeterProvider {
+  const tracked = <T extends object>(instrument: T): T =>
+    new Proxy(instrument, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        if (property === "add" || property === "record") {
+          return (...args: unknown[]) => {
+            onRecord();
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+  return {
+    getMeter(name, version, options) {
+      const meter = provider.getMeter(name, version, options);
+      return new Proxy(meter, {
+        get(target, property, receiver) {
+          const value: unknown = Reflect.get(target, property, receiver);
+          if (typeof value !== "function") return value;
+          const bound = (value as (...a: unknown[]) => unknown).bind(target);
+          // Synchronous instruments only (an observable one is read at collection, by the reader).
+          if (property === "createCounter" || property === "createHistogram" || property === "createUpDownCounter" || property === "createGauge") {
+            return (...args: unknown[]) => tracked(bound(...args) as object);
+          }
+          return bound;
+        },
+      });
+    },
+  };
+}
+
+/** Flushes the spans and metrics recorded so far (no-op when telemetry is off). */
 export function flushProviderSpans(): Promise<void> {
-  return flushSpans?.() ?? Promise.resolve();
+  return flushAll();
 }
 
 /** Wraps each unary handler a server registers from now on in a SERVER span. */

@@ -18,45 +18,14 @@ import type { MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metric
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { allowedAttributes, packageTracer, type TelemetryAttributes } from "../telemetry";
 import { PACKAGE_VERSION } from "../version";
+import { metricExportIntervalMs, otelExportersOf, type OtelEnv, otlpProtocolOf, telemetryRequested } from "../otel-env";
 
-type Env = Readonly<Record<string, string | undefined>>;
+type Env = OtelEnv;
 
-const ENDPOINTS = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] as const;
-
-function listOf(value: string | undefined): string[] | undefined {
-  const items = value
-    ?.split(",")
-    .map((item) => item.trim().toLowerCase())
-    .filter((item) => item !== "");
-  return items === undefined || items.length === 0 ? undefined : items;
-}
-
-/**
- * True when the environment asks for telemetry: OTEL_SDK_DISABLED is not `true`,
- * and an exporter other than `none` is named (OTEL_TRACES_EXPORTER,
- * OTEL_METRICS_EXPORTER) or an OTLP endpoint is given (unless both exporters are `none`).
- */
-export function telemetryRequested(env: Env): boolean {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return false;
-  const traces = listOf(env.OTEL_TRACES_EXPORTER);
-  const metrics = listOf(env.OTEL_METRICS_EXPORTER);
-  const names = (list: string[] | undefined) => list !== undefined && list.some((item) => item !== "none");
-  if (names(traces) || names(metrics)) return true;
-  if (traces !== undefined && metrics !== undefined) return false; // both `none`
-  return ENDPOINTS.some((name) => (env[name]?.trim() ?? "") !== "");
-}
-
-/** The exporters a signal's variable names; when unset, `otlp` (OpenTelemetry's default). */
-function exportersOf(value: string | undefined): string[] {
-  return (listOf(value) ?? ["otlp"]).filter((item) => item !== "none");
-}
-
-/** The OTLP protocol of a signal: its own variable, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (OpenTelemetry's default). */
-function protocolOf(env: Env, signal: "TRACES" | "METRICS"): "grpc" | "http/protobuf" | "http/json" {
-  const value = (env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`] ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/protobuf").trim().toLowerCase();
-  if (value === "grpc" || value === "http/json" || value === "http/protobuf") return value;
-  throw new Error(`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL: "${value.slice(0, 40)}" is not one of grpc, http/protobuf, http/json`);
-}
+// The parsing of OTEL_* is shared with the provider processes (../otel-env.ts).
+export { telemetryRequested };
+const exportersOf = otelExportersOf;
+const protocolOf = otlpProtocolOf;
 
 async function spanExporterOf(kind: string, env: Env): Promise<SpanExporter> {
   if (kind === "console") return new (await import("@opentelemetry/sdk-trace-base")).ConsoleSpanExporter();
@@ -120,10 +89,7 @@ export async function startTelemetry(env: Env, options: TelemetryOptions): Promi
 
   const spanExporters = await Promise.all(exportersOf(env.OTEL_TRACES_EXPORTER).map((kind) => spanExporterOf(kind, env)));
   const metricExporters = await Promise.all(exportersOf(env.OTEL_METRICS_EXPORTER).map((kind) => metricExporterOf(kind, env)));
-  const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL ?? "60000");
-  const readers: MetricReader[] = metricExporters.map(
-    (exporter) => new metricsSdk.PeriodicExportingMetricReader({ exporter, exportIntervalMillis: Number.isFinite(interval) && interval > 0 ? interval : 60_000 }),
-  );
+  const readers: MetricReader[] = metricExporters.map((exporter) => new metricsSdk.PeriodicExportingMetricReader({ exporter, exportIntervalMillis: metricExportIntervalMs(env) }));
 
   const contextManager = new AsyncLocalStorageContextManager().enable();
   const tracerProvider = new traceSdk.BasicTracerProvider({ resource, spanProcessors: spanExporters.map((exporter) => new traceSdk.BatchSpanProcessor(exporter)) });

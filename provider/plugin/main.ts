@@ -3,14 +3,15 @@
 // starts it (from a plugin installed with `pulumi plugin install`, or found on
 // PATH) and talks to it over gRPC; it prints its port and serves until told to stop.
 import "./require-node"; // first: an older node would fail obscurely further on
-import { startProviderTracingIfWanted } from "../telemetry-preload";
+import { startProviderTelemetryIfWanted } from "../telemetry-preload";
 import { saveCompileCache } from "../compile-cache"; // covers the modules loaded after it
 import { main } from "@pulumi/pulumi/provider";
 import { hookProviderServer } from "./server-hooks";
 import { UserGroupPluginProvider } from "./provider";
 
-// Under `pulumi --otel-traces`: spans to the engine's receiver, each call in a span under the engine's (before the server starts).
-startProviderTracingIfWanted("plugin", true);
+// Under `pulumi --otel-traces`: spans to the engine's receiver, each call in a span under the engine's; with OTEL_* asking
+// for metrics, the HTTP client's metrics to that endpoint (before the server starts).
+startProviderTelemetryIfWanted("plugin", true);
 const provider = new UserGroupPluginProvider();
 hookProviderServer((config) => provider.configure(config));
 saveCompileCache();

@@ -5,7 +5,8 @@
 // and a `drift` after a change made behind the stack's back are each one trace:
 // the command's span (under a GitOps job's TRACEPARENT) -> the operation -> the
 // engine run -> the engine's `pulumi` root -> the provider's UserGroup operation ->
-// its HTTP requests; with the metrics; and none of the run's secrets.
+// its HTTP requests; with the metrics (the CLI's, and the provider processes' HTTP
+// metrics); and none of the run's secrets.
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -150,6 +151,48 @@ describe("user-groups with OTEL_* exporting to a real OpenTelemetry Collector", 
     // The CLI's metrics: the engine runs of both commands.
     const points = await collector.waitForMetrics((all) => all.filter((p) => p.name === "user_groups.engine.runs" && p.service === "gitops-job").length >= 2);
     expect(points.filter((p) => p.name === "user_groups.engine.run.duration" && p.service === "gitops-job").every((p) => p.unit === "s")).toBe(true);
+
+    // The provider processes' HTTP metrics (the engine passes OTEL_* on to them; the preload exports them, flushed
+    // before each answer): request durations by method and status, and the rate budget's waits, from the dynamic
+    // provider's `service.name`; over gRPC (up, drift) and OTLP/HTTP protobuf (the last drift) alike.
+    const PROVIDER = "pulumi-user-groups-dynamic-provider";
+    const providerPoints = await collector.waitForMetrics(
+      (all) =>
+        all.some((p) => p.name === "http.client.request.duration" && p.service === PROVIDER && p.attributes["http.request.method"] === "PUT") &&
+        all.some((p) => p.name === "user_groups.rate_budget.wait" && p.service === PROVIDER),
+    );
+    const durations = providerPoints.filter((p) => p.name === "http.client.request.duration" && p.service === PROVIDER);
+    for (const point of durations) {
+      expect(point).toMatchObject({ type: "histogram", unit: "s" });
+      expect(Object.keys(point.attributes).sort()).toEqual(expect.arrayContaining(["http.request.method", "server.address", "server.port"]));
+      expect(point.count).toBeGreaterThanOrEqual(1);
+    }
+    expect(durations.some((p) => p.attributes["http.request.method"] === "GET" && p.attributes["http.response.status_code"] === 200)).toBe(true);
+    expect(durations.some((p) => p.attributes["http.request.method"] === "PUT" && p.attributes["http.response.status_code"] === 200)).toBe(true);
+    const budgetWaits = providerPoints.filter((p) => p.name === "user_groups.rate_budget.wait" && p.service === PROVIDER);
+    expect(budgetWaits.every((p) => p.unit === "s" && Object.keys(p.attributes).length === 0)).toBe(true);
+    expect(Math.max(...budgetWaits.map((p) => p.count ?? 0))).toBeGreaterThanOrEqual(1);
+
+    // Metrics alone: the engine's traces off (no --otel-traces, so no receiver for the providers), OTEL_* still asking
+    // for metrics: the preload is still in the engine run's NODE_OPTIONS and the provider's metrics still arrive (at a
+    // collector of their own, so that every point is this run's).
+    const quietCollector = await startOtelCollector();
+    try {
+      const quietTrace = randomBytes(16).toString("hex");
+      const quiet = await tracedCli(quietTrace, randomBytes(8).toString("hex"), ["drift"], {
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+        OTEL_EXPORTER_OTLP_ENDPOINT: quietCollector.grpcEndpoint,
+        USER_GROUPS_ENGINE_OTEL_TRACES: "off",
+      });
+      expect(quiet.code, quiet.stderr).not.toBe(0);
+      const quietPoints = await quietCollector.waitForMetrics((all) => all.some((p) => p.name === "http.client.request.duration" && p.service === PROVIDER));
+      // The drift's read looks the group up (a PUT of the user API, as in the tree in docs/observability.md).
+      expect(quietPoints.some((p) => p.name === "http.client.request.duration" && p.service === PROVIDER && p.attributes["http.response.status_code"] === 200)).toBe(true);
+      const quietSpans = await quietCollector.waitForSpans((all) => all.some((span) => span.name === "user-groups drift"));
+      expect(quietSpans.filter((span) => span.service !== "gitops-job").map((span) => `${span.service}: ${span.name}`)).toEqual([]);
+    } finally {
+      await quietCollector.stop();
+    }
 
     // No secret anywhere the collector wrote: the API key, the passphrase, the property value, the group's token.
     const token = server.groups().find((g) => g.user_group_id === "traced")!.token;

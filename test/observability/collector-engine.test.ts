@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 describe("pulumi up --otel-traces grpc:// into a real OpenTelemetry Collector", () => {
-  it("the plugin's create and its HTTP requests in the CLI's trace, under the job's span, with no secret", async () => {
+  it("the plugin's create and its HTTP requests in the CLI's trace, under the job's span, its HTTP metrics, with no secret", async () => {
     const dir = path.join(env.workDir, "yaml");
     mkdirSync(dir);
     writeFileSync(
@@ -69,7 +69,11 @@ describe("pulumi up --otel-traces grpc:// into a real OpenTelemetry Collector", 
     const traceId = randomBytes(16).toString("hex");
     const jobSpan = randomBytes(8).toString("hex");
     const destination = `grpc://${new URL(collector.grpcEndpoint).host}`;
-    await env.pulumi(["up", "--skip-preview", "--yes", "--otel-traces", destination], { cwd: dir, env: { ...runEnv, TRACEPARENT: `00-${traceId}-${jobSpan}-01` } });
+    // The job's OTEL_* (OpenTelemetry's default protocol, OTLP/HTTP protobuf) reach the plugin through the engine: its HTTP metrics go there.
+    await env.pulumi(["up", "--skip-preview", "--yes", "--otel-traces", destination], {
+      cwd: dir,
+      env: { ...runEnv, TRACEPARENT: `00-${traceId}-${jobSpan}-01`, OTEL_EXPORTER_OTLP_ENDPOINT: collector.httpEndpoint },
+    });
 
     const mine = (all: CollectedSpan[]) => all.filter((s) => s.traceId === traceId);
     const chainOf = (spans: CollectedSpan[]) => {
@@ -92,8 +96,15 @@ describe("pulumi up --otel-traces grpc:// into a real OpenTelemetry Collector", 
     expect(requests.map((r) => r.name), text).toContain("GET");
     for (const r of requests) expect(r.attributes["http.response.status_code"]).toBe(200);
 
+    // The plugin's HTTP metrics: the create's requests by method and status, each attempt's rate-budget wait.
+    const points = await collector.waitForMetrics((all) =>
+      ["http.client.request.duration", "user_groups.rate_budget.wait"].every((name) => all.some((p) => p.name === name && p.service === "pulumi-resource-user-groups")),
+    );
+    const durations = points.filter((p) => p.name === "http.client.request.duration" && p.service === "pulumi-resource-user-groups");
+    expect(durations.some((p) => p.attributes["http.request.method"] === "GET" && p.attributes["http.response.status_code"] === 200 && p.unit === "s")).toBe(true);
+
     const token = server.groups().find((g) => g.user_group_id === "traced-engine")!.token;
-    const exported = readFileSync(collector.tracesFile, "utf8");
+    const exported = readFileSync(collector.tracesFile, "utf8") + readFileSync(collector.metricsFile, "utf8");
     for (const canary of [...Object.values(CANARY), token]) expect(exported).not.toContain(canary);
   });
 });

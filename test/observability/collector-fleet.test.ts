@@ -175,6 +175,20 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
     expect(ensured.at(-1)).toMatchObject({ type: "histogram", unit: "s", service: "onboarding-service", count: 1 });
     expect(points.filter((p) => p.name === "user_groups.engine.runs" && p.attributes["user_groups.operation"] === "up").at(-1)?.value).toBeGreaterThanOrEqual(1);
 
+    // The provider process's HTTP metrics reached it too (the engine passed the run's OTEL_* on; the preload exports
+    // them, flushed before each answer): the 503 and the 200 of the PUT by status, the retry counted, the rate-budget waits.
+    const PROVIDER = "pulumi-user-groups-dynamic-provider";
+    const providerPoints = await collector.waitForMetrics((all) =>
+      ["http.client.request.duration", "user_groups.http.retries", "user_groups.rate_budget.wait"].every((name) => all.some((p) => p.name === name && p.service === PROVIDER)),
+    );
+    const ofProvider = (name: string) => providerPoints.filter((p) => p.name === name && p.service === PROVIDER);
+    const puts = ofProvider("http.client.request.duration").filter((p) => p.attributes["http.request.method"] === "PUT");
+    expect(puts.some((p) => p.attributes["http.response.status_code"] === 503 && p.attributes["error.type"] === "503")).toBe(true);
+    expect(puts.some((p) => p.attributes["http.response.status_code"] === 200 && p.attributes["error.type"] === undefined)).toBe(true);
+    expect(ofProvider("user_groups.http.retries").at(-1)).toMatchObject({ type: "sum", value: 1, attributes: { "http.request.method": "PUT" } });
+    expect(ofProvider("user_groups.rate_budget.wait").at(-1)).toMatchObject({ type: "histogram", unit: "s" });
+    expect(ofProvider("user_groups.rate_budget.wait").at(-1)!.count).toBeGreaterThanOrEqual(3); // the GET, the PUT, its retry
+
     // No secret anywhere the collector wrote: the API key, the passphrase, property and mapping values, the group's token.
     const tokens = server.groups().map((g) => g.token);
     expect(tokens).toHaveLength(1);

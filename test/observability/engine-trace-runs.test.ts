@@ -53,6 +53,11 @@ describe("engineTraceOptions", () => {
     });
   });
 
+  it("gives the preload without --otel-traces when the run's OTEL_* ask for the providers' metrics", () => {
+    expect(engineTraceOptions(undefined, true)).toEqual({ envVars: { NODE_OPTIONS: `--require "${realpathSync(PRELOAD)}"` }, args: [] });
+    expect(engineTraceOptions(undefined, false)).toEqual({ envVars: {}, args: [] });
+  });
+
   it("takes the destination from USER_GROUPS_ENGINE_OTEL_TRACES, else from an OTLP gRPC exporter's endpoint", () => {
     expect(engineTraceDestination({})).toBeUndefined();
     expect(engineTraceDestination({ [ENGINE_OTEL_TRACES_ENV]: "file:///tmp/engine.json" })).toBe("file:///tmp/engine.json");
@@ -166,5 +171,17 @@ describe("the preload when tracing is off", () => {
     expect(sdkModulesLoaded(other, receiver)).toEqual([]);
     // The control: a dynamic provider under --otel-traces loads the SDK.
     expect(sdkModulesLoaded(providerMain, receiver).length).toBeGreaterThan(0);
+
+    // OTEL_* asking for OTLP metrics (inherited from the engine's environment): the metrics SDK and the protocol's
+    // exporter only (the gRPC one builds on the OTLP/HTTP one's base), in the dynamic provider only; a traces-only endpoint or metrics `none` loads nothing.
+    const metricsAsked = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" };
+    const loaded = sdkModulesLoaded(providerMain, metricsAsked);
+    expect(loaded.some((file) => /@opentelemetry[\\/]sdk-metrics[\\/]/.test(file))).toBe(true);
+    expect(loaded.some((file) => /exporter-metrics-otlp-grpc/.test(file))).toBe(true);
+    expect(loaded.filter((file) => /sdk-trace|exporter-trace|exporter-metrics-otlp-proto[\\/]/.test(file))).toEqual([]);
+    expect(sdkModulesLoaded(other, metricsAsked)).toEqual([]);
+    expect(sdkModulesLoaded(providerMain, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:1" })).toEqual([]);
+    expect(sdkModulesLoaded(providerMain, { ...metricsAsked, OTEL_METRICS_EXPORTER: "none" })).toEqual([]);
+    expect(sdkModulesLoaded(providerMain, { ...metricsAsked, OTEL_SDK_DISABLED: "true" })).toEqual([]);
   });
 });

@@ -46,17 +46,18 @@ export function preloadNodeOption(): string {
  * OpenTelemetry context: TRACEPARENT when a span is recording (the engine's
  * root span becomes its child), and with a destination `--otel-traces
  * <destination>` and NODE_OPTIONS loading the preload into the dynamic-provider
- * processes. Empty when no span is recording and no destination is given.
+ * processes; with `providerMetrics` (the run's OTEL_* ask for OTLP metrics) the
+ * preload too, without `--otel-traces`. Empty when no span is recording, no
+ * destination is given and no metrics are asked for.
  */
-export function engineTraceOptions(destination?: string): EngineTraceOptions {
+export function engineTraceOptions(destination?: string, providerMetrics = false): EngineTraceOptions {
   const envVars: Record<string, string> = {};
   const args: string[] = [];
   const traceparent = activeTraceparent();
   if (traceparent !== undefined) envVars.TRACEPARENT = traceparent;
-  if (destination) {
-    args.push("--otel-traces", destination);
-    envVars.NODE_OPTIONS = preloadNodeOption();
-  }
+  if (destination) args.push("--otel-traces", destination);
+  // The preload also exports the dynamic provider's HTTP metrics when the run's OTEL_* ask for them (providerMetrics).
+  if (destination || providerMetrics) envVars.NODE_OPTIONS = preloadNodeOption();
   return { envVars, args };
 }
 

@@ -13,7 +13,7 @@ import { pulumiCommandOnPath } from "./pulumi-command";
 import { compileCacheEnv } from "../../compile-cache-dir";
 import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
-import { LeaseWait, RunLeaseHeldError } from "../lease";
+import { inSpan, LeaseWait, RunLeaseHeldError } from "../lease";
 import { type Clock, systemClock } from "../../clock";
 import { pulumiErrorLines } from "./engine-errors";
 
@@ -72,7 +72,12 @@ export interface SelectedStack {
  * (unless mustExist); no in-process lock. Pulumi runs in a private run directory
  * (workspace.ts); the backend URL reaches it in the environment only.
  */
-export async function selectStack(options: RunOptions, program: PulumiFn, open: OpenStackOptions = {}): Promise<SelectedStack> {
+export function selectStack(options: RunOptions, program: PulumiFn, open: OpenStackOptions = {}): Promise<SelectedStack> {
+  // Its span (docs/observability.md): the stack's name only, never the backend URL (it may hold a password).
+  return inSpan("user_groups.stack.open", { "user_groups.stack": options.stack }, () => selectStackTraced(options, program, open));
+}
+
+async function selectStackTraced(options: RunOptions, program: PulumiFn, open: OpenStackOptions): Promise<SelectedStack> {
   const passphrase = options.passphrase ?? options.envVars?.PULUMI_CONFIG_PASSPHRASE ?? process.env.PULUMI_CONFIG_PASSPHRASE;
   const passphraseFile = options.envVars?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
   // An empty one is what CI gives a job whose secret is missing (a fork's pull request): it would protect nothing.
@@ -117,9 +122,10 @@ export async function selectStack(options: RunOptions, program: PulumiFn, open: 
         throw isTornRead(again) ? tornStateError(options.stack, again) : again;
       });
     });
-    // Every read of the state through this stack rides out a checkpoint another run is rewriting (file backends).
+    // Every read of the state through this stack rides out a checkpoint another run is rewriting (file backends),
+    // in its span `user_groups.state.read` (a `pulumi stack export`: hundreds of milliseconds).
     const exportStack = stack.exportStack.bind(stack);
-    stack.exportStack = () => readStateRetrying(exportStack, options.stack);
+    stack.exportStack = () => inSpan("user_groups.state.read", { "user_groups.stack": options.stack }, () => readStateRetrying(exportStack, options.stack));
     if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
     // A new stack's salt is kept at once, not only when the run ends (the process may not live that long).
     runDir.saveSettings();

@@ -4,6 +4,7 @@
 // run through it is given the trace options of the moment (engine-trace.ts).
 import { PulumiCommand } from "@pulumi/pulumi/automation";
 import { ENGINE_COMMANDS, engineTraceDestination, engineTraceOptions, mergedNodeOptions } from "./engine-trace";
+import { otlpMetricsRequested } from "../../otel-env";
 
 const SKIP_VERSION_CHECK = "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK";
 const found = new Map<string, Promise<PulumiCommand>>();
@@ -16,7 +17,8 @@ type Run = (args: string[], cwd: string, additionalEnv: Record<string, string>, 
  * given engineTraceOptions in the context active when it starts: TRACEPARENT of
  * the caller's span, and with a destination (engineTraceDestination of the
  * run's environment over this process's) `--otel-traces` and the preload in
- * NODE_OPTIONS. Other commands, and runs with no span and no destination, go as they were.
+ * NODE_OPTIONS; the preload also when that environment's OTEL_* ask for OTLP
+ * metrics (the provider processes export the HTTP client's metrics there). Other commands, and runs with no span and no destination, go as they were.
  */
 export function withEngineTrace(command: PulumiCommand): PulumiCommand {
   const run = (command as unknown as { run: Run }).run;
@@ -25,7 +27,8 @@ export function withEngineTrace(command: PulumiCommand): PulumiCommand {
   traced.run = function (args, cwd, additionalEnv, ...rest) {
     if (!ENGINE_COMMANDS.has(args[0] ?? "")) return run.call(command, args, cwd, additionalEnv, ...rest);
     const env = { ...process.env, ...additionalEnv };
-    const options = engineTraceOptions(engineTraceDestination(env));
+    // The engine passes its environment (OTEL_* included) to the providers it starts: with metrics asked for, the preload exports the HTTP client's.
+    const options = engineTraceOptions(engineTraceDestination(env), otlpMetricsRequested(env));
     if (options.args.length === 0 && Object.keys(options.envVars).length === 0) return run.call(command, args, cwd, additionalEnv, ...rest);
     const runEnv: Record<string, string> = { ...additionalEnv, ...options.envVars };
     const nodeOptions = mergedNodeOptions(env.NODE_OPTIONS, options.envVars.NODE_OPTIONS);

@@ -93,6 +93,21 @@ describe("fleet telemetry", () => {
     const waits = byName("user_groups.lease.wait").filter((w) => parentOf(w) === idOf(batch!));
     expect(waits.length).toBeGreaterThanOrEqual(1);
     expect(waits[0]!.attributes["user_groups.lease.wait_ms"]).toEqual(expect.any(Number));
+    // Opening the shard's stack and reading its state (before the lease wait) have their spans under the batch.
+    const opens = byName("user_groups.stack.open");
+    expect(opens.length).toBeGreaterThanOrEqual(1);
+    expect(opens.some((open) => parentOf(open) === idOf(batch!))).toBe(true);
+    const reads = byName("user_groups.state.read").filter((read) => parentOf(read) === idOf(batch!));
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    // The stack's name only (a look for a stack not made yet fails with stack_not_found: a new shard's first read).
+    for (const span of reads) expect(span.attributes).toEqual({ "user_groups.stack": "signups" });
+    for (const span of opens) expect(span.attributes).toMatchObject({ "user_groups.stack": "signups" });
+    for (const span of opens) expect([undefined, "stack_not_found"]).toContain(span.attributes["error.type"]);
+    expect(opens.some((open) => open.attributes["error.type"] === undefined && parentOf(open) === idOf(batch!))).toBe(true);
+    const startOf = (span: ReadableSpan) => span.startTime[0] * 1e9 + span.startTime[1];
+    const endOf = (span: ReadableSpan) => span.endTime[0] * 1e9 + span.endTime[1];
+    expect(endOf(reads[0]!)).toBeLessThanOrEqual(startOf(up[0]!));
+    expect(startOf(reads[0]!)).toBeGreaterThanOrEqual(endOf(plan!) - 1e6);
     // The engine run starts after the lease is taken.
     expect(up[0]!.startTime[0] * 1e9 + up[0]!.startTime[1]).toBeGreaterThanOrEqual(waits[0]!.endTime[0] * 1e9 + waits[0]!.endTime[1] - 1e6);
 
