@@ -227,6 +227,7 @@ describe("the PostgreSQL lease", () => {
       pulumiTable: "pulumi.stacks",
       recordTable: "pulumi.user_groups_run_records",
       leaseTable: "pulumi.user_groups_run_leases",
+      waiterTable: "pulumi.user_groups_run_lease_waiters",
       keyPrefix: "state/",
     });
     for (const table of ["x;drop table y", "a b", "x.y.z", "\"x\""]) {
