@@ -11,7 +11,7 @@ import { writePrivate, privateDirs } from "../../client/shared-state";
 import { type Clock, systemClock } from "../../clock";
 
 const LEASE_FILE = /^lease-(\d{1,15})\.json$/;
-const WAITER_FILE = /^([0-9a-f-]{36})\.json$/;
+const WAITER_FILE = /^([A-Za-z0-9_-]{1,64})\.json$/;
 
 /**
  * A waiter not seen for this long has stopped waiting (gave up, died): it no
@@ -20,12 +20,15 @@ const WAITER_FILE = /^([0-9a-f-]{36})\.json$/;
  */
 export const FILE_WAITER_STALE_MS = 8_000;
 
+/** This process's id in a file lease's queue of waiters (a waiter is a replica, as on PostgreSQL: postgres-store.ts). */
+const PROCESS_WAITER_ID = randomUUID();
+
 /**
  * A file backend's lease: `<backend>/.user-groups/leases/<project>/<stack>/lease-<n>.json`.
  * Each new holder publishes generation n+1 with an exclusive link, so of two
  * runs taking a free (or dead) lease at once exactly one wins; the holder
  * alone rewrites its own generation. Waiters are served first come: each
- * keeps a file in `<backend>/.user-groups/lease-waiters/<project>/<stack>/` (when it began to wait, when it last tried), and a
+ * (process) keeps a file in `<backend>/.user-groups/lease-waiters/<project>/<stack>/` (when it began to wait, when it last tried), and a
  * free lease goes to the live waiter that began first (PostgreSQL's rule,
  * postgres-store.ts; here on this host's clock, so across hosts only as fair as
  * their clocks agree).
@@ -35,9 +38,6 @@ export class FileLeaseStore implements LeaseStore {
   private readonly dir: string;
   private held: number | undefined;
   private readonly waiters: string;
-  /** This store's place in the queue of waiters (one per store: a fleet's shard, a run). */
-  private readonly waiterId = randomUUID();
-  private since: number | undefined;
 
   constructor(
     private readonly backendDir: string,
@@ -45,6 +45,8 @@ export class FileLeaseStore implements LeaseStore {
     private readonly stack: string,
     private readonly here: Here = HERE,
     private readonly clock: Clock = systemClock,
+    /** Who waits in the lease's queue: this process, or as told (tests play several replicas). */
+    private readonly waiterId: string = PROCESS_WAITER_ID,
   ) {
     this.dir = path.join(backendDir, ".user-groups", "leases", project, encodeURIComponent(assertValidStackName(stack)));
     this.waiters = path.join(backendDir, ".user-groups", "lease-waiters", project, encodeURIComponent(stack));
@@ -57,8 +59,7 @@ export class FileLeaseStore implements LeaseStore {
   private queue(): boolean {
     const now = this.clock.now();
     privateDirs(this.backendDir, this.waiters);
-    const mine = this.since !== undefined && existsSync(path.join(this.waiters, `${this.waiterId}.json`)) ? this.since : now;
-    this.since = mine;
+    const mine = this.queuedSince(now);
     writePrivate(path.join(this.waiters, `${this.waiterId}.json`), `${JSON.stringify({ since: mine, seenAt: now })}\n`, false);
     let ahead = false;
     for (const name of readdirSync(this.waiters)) {
@@ -79,8 +80,18 @@ export class FileLeaseStore implements LeaseStore {
     return ahead;
   }
 
+  /** When this waiter began to wait: its file's `since` while it is live, else now (a new wait). */
+  private queuedSince(now: number): number {
+    try {
+      const own = JSON.parse(readFileSync(path.join(this.waiters, `${this.waiterId}.json`), "utf8")) as { since?: unknown; seenAt?: unknown };
+      if (typeof own.since === "number" && typeof own.seenAt === "number" && now - own.seenAt <= FILE_WAITER_STALE_MS) return own.since;
+    } catch {
+      // not waiting yet
+    }
+    return now;
+  }
+
   private leaveQueue(): void {
-    this.since = undefined;
     rmSync(path.join(this.waiters, `${this.waiterId}.json`), { force: true });
   }
 
@@ -157,7 +168,6 @@ export class FileLeaseStore implements LeaseStore {
     rmSync(`${lock.key}.attrs`, { force: true });
   }
 
-  async close(): Promise<void> {
-    this.leaveQueue();
-  }
+  /** The place in the queue stays (the process may try again with another store); it goes stale if it does not. */
+  async close(): Promise<void> {}
 }

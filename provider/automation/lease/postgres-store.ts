@@ -7,7 +7,7 @@
 //   whose holder's lease session is gone: a killed holder) and increments the
 //   epoch; renew: UPDATE ... WHERE epoch = mine AND NOT expired (0 rows: lost).
 //   Waiters are served first come (the lease's waiters table): a waiter
-//   registers when first refused (`since`, the database's clock) and refreshes
+//   (a process) registers when first refused (`since`, the database's clock) and refreshes
 //   `seen_at` at each try; the lease goes to the live waiter (seen within
 //   PG_WAITER_STALE_MS) with the earliest `since`, in the same transaction and
 //   under the same row lock as the acquire, so that a replica that always has
@@ -63,6 +63,13 @@ export const PG_LEASE_TIMING: LeaseTiming = { ttlMs: 10_000, renewEveryMs: 2_000
  */
 export const PG_WAITER_STALE_MS = 8_000;
 
+/**
+ * This process's id in the lease's queue of waiters: a waiter is a replica (a
+ * process), not a store, so that a run that opens a new store for each try
+ * (runOnce under the lock wait) keeps its place between tries.
+ */
+export const PROCESS_WAITER_ID = randomUUID();
+
 /** How soon a waiter refused only for an earlier waiter tries again (the earlier one takes the lease at its next try). */
 const QUEUED_RETRY_MS = 500;
 
@@ -114,8 +121,8 @@ export class PostgresLeaseStore implements LeaseStore {
   private readonly target: ReturnType<typeof postgresTarget>;
   private readonly leaseId: string;
   private readonly stackKey: string;
-  /** This store's place in the lease's queue of waiters (one per store: a fleet's shard, a run). */
-  private readonly waiterId = randomUUID();
+  /** Who waits, in the lease's queue of waiters: this process (PROCESS_WAITER_ID), or as told (tests play several replicas). */
+  private readonly waiterId: string;
   private readonly waiterStaleMs: number;
 
   constructor(
@@ -123,9 +130,10 @@ export class PostgresLeaseStore implements LeaseStore {
     private readonly project: string,
     private readonly stack: string,
     timing: LeaseTiming = PG_LEASE_TIMING,
-    options: { readonly waiterStaleMs?: number } = {},
+    options: { readonly waiterStaleMs?: number; readonly waiterId?: string } = {},
   ) {
     this.timing = timing;
+    this.waiterId = options.waiterId ?? PROCESS_WAITER_ID;
     this.waiterStaleMs = options.waiterStaleMs ?? PG_WAITER_STALE_MS;
     this.target = postgresTarget(backendUrl);
     this.leaseId = leaseIdOf(this.target.pulumiTable, project, assertValidStackName(stack));
@@ -521,15 +529,8 @@ $fence$`,
 
   async close(): Promise<void> {
     this.held = undefined;
-    // Out of the queue (a store that is never closed, or cannot say so, goes stale instead).
-    const client = this.session.current;
-    if (client !== undefined) {
-      // Not waited for past a second: a session cut off (a black hole) would hold the close up to its query timeout.
-      const leaving = client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]).catch(() => undefined);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([leaving, new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
-      clearTimeout(timer);
-    }
+    // Our place in the queue stays: the process may try again with another store (runOnce does, at each try of its
+    // lock wait). A waiter that does not come back stops counting PG_WAITER_STALE_MS after its last try.
     await this.session.close();
   }
 }

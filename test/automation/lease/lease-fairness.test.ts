@@ -28,8 +28,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // Nobody renews in these tests (no RunLease): a holder is "paused" from the start, its lease lives ttlMs.
 const TIMING = { ttlMs: 1_500, renewEveryMs: 60_000 };
 
-function store(stack: string, waiterStaleMs = 3_000): PostgresLeaseStore {
-  const s = new PostgresLeaseStore(postgres.backendUrl, "user-groups", stack, TIMING, { waiterStaleMs });
+let replicas = 0;
+/** A lease store as a replica of its own would have it (a waiter is a process: each store here plays another, unless `waiterId` says which). */
+function store(stack: string, waiterStaleMs = 3_000, waiterId = `replica-${++replicas}`): PostgresLeaseStore {
+  const s = new PostgresLeaseStore(postgres.backendUrl, "user-groups", stack, TIMING, { waiterStaleMs, waiterId });
   stores.push(s);
   return s;
 }
@@ -73,7 +75,7 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
     expect(order).toEqual(["A", "B", "C", "B", "C", "B", "C"]);
   }, 30_000);
 
-  it("a waiter that stopped trying keeps the others waiting no longer than the stale window; one that closed, not at all", async () => {
+  it("a waiter that stopped trying keeps the others waiting no longer than the stale window; one that tries again with a new store keeps its place", async () => {
     const staleMs = 3_000;
     const stack = "fair-dead";
     const holder = store(stack, staleMs);
@@ -90,24 +92,28 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
     expect(won!.at - lastSeen).toBeLessThan(staleMs + 3_000);
     await live.release(won!.record);
 
-    // A waiter that closes its store leaves the queue at once: the next one takes a free lease straight away.
-    const stack2 = "fair-closed";
+    // A run that opens a new store for each try of its lock wait (runOnce) is one waiter: the process. It keeps its
+    // place between its tries, ahead of a replica that began to wait later and asks all the time.
+    const stack2 = "fair-again";
     const holder2 = store(stack2, staleMs);
     const held = await holder2.tryAcquire(claim("holder"));
     expect(held.acquired).toBe(true);
-    const leaving = store(stack2, staleMs);
-    expect((await leaving.tryAcquire(claim("leaving"))).acquired).toBe(false);
-    await leaving.close();
+    const first = store(stack2, staleMs, "cli-run");
+    expect((await first.tryAcquire(claim("cli-try-1"))).acquired).toBe(false);
+    await first.close();
+    const later = store(stack2, staleMs);
+    expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
     if (held.acquired) await holder2.release(held.record);
-    const next = store(stack2, staleMs);
-    expect((await next.tryAcquire(claim("next"))).acquired).toBe(true);
+    for (let i = 0; i < 5; i++) expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
+    const second = store(stack2, staleMs, "cli-run");
+    expect((await second.tryAcquire(claim("cli-try-2"))).acquired).toBe(true);
 
-    // The queue holds no row of the ones that took the lease or left; only the dead one's, until swept.
+    // The queue holds no row of the ones that took the lease, nor the dead one (swept once stale): only the later one.
     const db = new Client({ connectionString: postgresTarget(postgres.backendUrl).connectionString });
     await db.connect();
     try {
       const rows = await db.query<{ stack_key: string }>("SELECT stack_key FROM user_groups_run_lease_waiters ORDER BY stack_key");
-      expect(rows.rows.map((r) => r.stack_key)).not.toContain("user-groups/fair-closed");
+      expect(rows.rows.map((r) => r.stack_key)).toEqual(["user-groups/fair-again"]);
     } finally {
       await db.end();
     }
@@ -118,7 +124,8 @@ describe("the file backend lease's waiters", () => {
   it("are served in the order they began to wait once the holder releases", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "lease-fairness-"));
     try {
-      const open = () => new FileLeaseStore(dir, "user-groups", "fair");
+      let replica = 0;
+      const open = (waiterId = `file-replica-${++replica}`) => new FileLeaseStore(dir, "user-groups", "fair", undefined, undefined, waiterId);
       const holder = open();
       const held = await holder.tryAcquire(claim("holder"));
       expect(held.acquired).toBe(true);
@@ -143,15 +150,18 @@ describe("the file backend lease's waiters", () => {
       if (held.acquired) await holder.release(held.record);
       await contending;
       expect(order).toEqual(["A", "B", "C", "B", "C"]);
-      // A store that closes leaves the queue.
-      const leaving = open();
+      // A run that opens a new store for each try keeps its place (the waiter is the process).
       const holder2 = open();
       const again = await holder2.tryAcquire(claim("holder-2"));
       expect(again.acquired).toBe(true);
-      expect((await leaving.tryAcquire(claim("leaving"))).acquired).toBe(false);
-      await leaving.close();
+      const first = open("cli-run");
+      expect((await first.tryAcquire(claim("cli-try-1"))).acquired).toBe(false);
+      await first.close();
+      const later = open();
+      expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
       if (again.acquired) await holder2.release(again.record);
-      expect((await open().tryAcquire(claim("next"))).acquired).toBe(true);
+      expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
+      expect((await open("cli-run").tryAcquire(claim("cli-try-2"))).acquired).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
