@@ -23,6 +23,9 @@ export const FILE_WAITER_STALE_MS = 8_000;
 /** This process's id in a file lease's queue of waiters (a waiter is a replica, as on PostgreSQL: postgres-store.ts). */
 const PROCESS_WAITER_ID = randomUUID();
 
+/** Where this process stood in each queue, so that its next store takes the place back after a close (postgres-store.ts). */
+const placesInQueue = new Map<string, { readonly since: number; readonly triedAt: number }>();
+
 /**
  * A file backend's lease: `<backend>/.user-groups/leases/<project>/<stack>/lease-<n>.json`.
  * Each new holder publishes generation n+1 with an exclusive link, so of two
@@ -80,18 +83,18 @@ export class FileLeaseStore implements LeaseStore {
     return ahead;
   }
 
-  /** When this waiter began to wait: its file's `since` while it is live, else now (a new wait). */
+  /** When this waiter began to wait: where it stood while it is live (closed stores too), else now (a new wait). */
   private queuedSince(now: number): number {
-    try {
-      const own = JSON.parse(readFileSync(path.join(this.waiters, `${this.waiterId}.json`), "utf8")) as { since?: unknown; seenAt?: unknown };
-      if (typeof own.since === "number" && typeof own.seenAt === "number" && now - own.seenAt <= FILE_WAITER_STALE_MS) return own.since;
-    } catch {
-      // not waiting yet
-    }
-    return now;
+    const key = path.join(this.waiters, this.waiterId);
+    const place = placesInQueue.get(key);
+    const since = place !== undefined && now - place.triedAt <= FILE_WAITER_STALE_MS ? Math.min(place.since, now) : now;
+    placesInQueue.set(key, { since, triedAt: now });
+    return since;
   }
 
-  private leaveQueue(): void {
+  /** Out of the queue: `forget` when the lease was taken (else the place is kept for this process's next store). */
+  private leaveQueue(forget: boolean): void {
+    if (forget) placesInQueue.delete(path.join(this.waiters, this.waiterId));
     rmSync(path.join(this.waiters, `${this.waiterId}.json`), { force: true });
   }
 
@@ -131,7 +134,7 @@ export class FileLeaseStore implements LeaseStore {
     if (ahead) return { acquired: false as const };
     const record = successorRecord(previous, me);
     if (!writePrivate(this.fileOf(current + 1), `${JSON.stringify(record)}\n`, true)) return { acquired: false as const };
-    this.leaveQueue();
+    this.leaveQueue(true);
     this.held = current + 1;
     for (const old of generations) rmSync(this.fileOf(old), { force: true });
     return { acquired: true as const, record };
@@ -168,6 +171,8 @@ export class FileLeaseStore implements LeaseStore {
     rmSync(`${lock.key}.attrs`, { force: true });
   }
 
-  /** The place in the queue stays (the process may try again with another store); it goes stale if it does not. */
-  async close(): Promise<void> {}
+  /** Out of the queue (a run that gave up holds nobody up); this process's next store takes the place back. */
+  async close(): Promise<void> {
+    this.leaveQueue(false);
+  }
 }

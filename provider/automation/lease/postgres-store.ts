@@ -70,6 +70,14 @@ export const PG_WAITER_STALE_MS = 8_000;
  */
 export const PROCESS_WAITER_ID = randomUUID();
 
+/**
+ * Where this process stood in each lease's queue (its `since`, the database's
+ * clock, as text) and when it last tried (this process's clock). A store that
+ * closes leaves the queue (a run that gave up must not hold others up), and the
+ * next store of this process that tries within the stale window takes its place back.
+ */
+const placesInQueue = new Map<string, { readonly since: string; readonly triedAt: number }>();
+
 /** How soon a waiter refused only for an earlier waiter tries again (the earlier one takes the lease at its next try). */
 const QUEUED_RETRY_MS = 500;
 
@@ -351,17 +359,23 @@ $fence$`,
       // still there), and see whether a live waiter came before us. All under the lease row's lock.
       const stale = [this.stackKey, this.waiterStaleMs];
       await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND seen_at < clock_timestamp() - $2 * interval '1 millisecond'`, stale);
-      const queued = (
-        await client.query<{ ahead: boolean }>(
+      const placeKey = `${this.target.waiterTable}\u0000${this.stackKey}\u0000${this.waiterId}`;
+      const place = placesInQueue.get(placeKey);
+      const kept = place !== undefined && Date.now() - place.triedAt < this.waiterStaleMs ? place.since : null;
+      const queue = (
+        await client.query<{ ahead: boolean; since: string }>(
           `WITH me AS (
-             INSERT INTO ${this.target.waiterTable} (stack_key, waiter_id, since, seen_at) VALUES ($1, $2, clock_timestamp(), clock_timestamp())
+             INSERT INTO ${this.target.waiterTable} (stack_key, waiter_id, since, seen_at)
+             VALUES ($1, $2, LEAST(coalesce($3::timestamptz, clock_timestamp()), clock_timestamp()), clock_timestamp())
              ON CONFLICT (stack_key, waiter_id) DO UPDATE SET seen_at = clock_timestamp() RETURNING since
            )
            SELECT EXISTS (SELECT 1 FROM ${this.target.waiterTable} w, me WHERE w.stack_key = $1 AND w.waiter_id <> $2
-             AND (w.since, w.waiter_id) < (me.since, $2::text)) AS ahead`,
-          [this.stackKey, this.waiterId],
+             AND (w.since, w.waiter_id) < (me.since, $2::text)) AS ahead, (SELECT since::text FROM me) AS since`,
+          [this.stackKey, this.waiterId, kept],
         )
-      ).rows[0]!.ahead;
+      ).rows[0]!;
+      const queued = queue.ahead;
+      placesInQueue.set(placeKey, { since: queue.since, triedAt: Date.now() });
       if (!row.released && row.unexpired && attended) {
         holder = previous;
         retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
@@ -377,6 +391,7 @@ $fence$`,
         );
         await this.upsert(client, record);
         await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]);
+        placesInQueue.delete(placeKey);
         // Our lease session's name says which epoch it holds: a successor sees whether we are still there.
         await client.query("SELECT set_config('application_name', $1, false)", [`${LEASE_SESSION_PREFIX}${this.leaseId}:${epoch}`]);
         taken = { record, epoch, stale: !row.released };
@@ -529,8 +544,17 @@ $fence$`,
 
   async close(): Promise<void> {
     this.held = undefined;
-    // Our place in the queue stays: the process may try again with another store (runOnce does, at each try of its
-    // lock wait). A waiter that does not come back stops counting PG_WAITER_STALE_MS after its last try.
+    // Out of the queue: a run that gave up (a CLI run that does not wait, a process on its way out) holds nobody up.
+    // The place is remembered: this process's next try within the stale window takes it back (runOnce opens a new
+    // store for each try of its lock wait).
+    const client = this.session.current;
+    if (client !== undefined) {
+      // Not waited for past a second: a session cut off (a black hole) would hold the close up to its query timeout.
+      const leaving = client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]).catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([leaving, new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+      clearTimeout(timer);
+    }
     await this.session.close();
   }
 }

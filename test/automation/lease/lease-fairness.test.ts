@@ -75,7 +75,7 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
     expect(order).toEqual(["A", "B", "C", "B", "C", "B", "C"]);
   }, 30_000);
 
-  it("a waiter that stopped trying keeps the others waiting no longer than the stale window; one that tries again with a new store keeps its place", async () => {
+  it("a waiter that stopped trying keeps the others waiting no longer than the stale window; one that closed, not at all; one that comes back with a new store takes its place back", async () => {
     const staleMs = 3_000;
     const stack = "fair-dead";
     const holder = store(stack, staleMs);
@@ -92,8 +92,19 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
     expect(won!.at - lastSeen).toBeLessThan(staleMs + 3_000);
     await live.release(won!.record);
 
-    // A run that opens a new store for each try of its lock wait (runOnce) is one waiter: the process. It keeps its
-    // place between its tries, ahead of a replica that began to wait later and asks all the time.
+    // A run that gave up (a CLI run that does not wait) closes its store and leaves the queue: nobody waits for it.
+    const stack3 = "fair-gave-up";
+    const holder3 = store(stack3, staleMs);
+    const held3 = await holder3.tryAcquire(claim("holder"));
+    expect(held3.acquired).toBe(true);
+    const gaveUp = store(stack3, staleMs);
+    expect((await gaveUp.tryAcquire(claim("gave-up"))).acquired).toBe(false);
+    await gaveUp.close();
+    if (held3.acquired) await holder3.release(held3.record);
+    expect((await store(stack3, staleMs).tryAcquire(claim("next"))).acquired).toBe(true);
+
+    // A run that opens a new store for each try of its lock wait (runOnce) is one waiter: the process. Its next store
+    // takes its place back, ahead of a replica that began to wait later and asks all the time.
     const stack2 = "fair-again";
     const holder2 = store(stack2, staleMs);
     const held = await holder2.tryAcquire(claim("holder"));
@@ -103,10 +114,11 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
     await first.close();
     const later = store(stack2, staleMs);
     expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
+    const second = store(stack2, staleMs, "cli-run");
+    expect((await second.tryAcquire(claim("cli-try-2"))).acquired).toBe(false);
     if (held.acquired) await holder2.release(held.record);
     for (let i = 0; i < 5; i++) expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
-    const second = store(stack2, staleMs, "cli-run");
-    expect((await second.tryAcquire(claim("cli-try-2"))).acquired).toBe(true);
+    expect((await second.tryAcquire(claim("cli-try-3"))).acquired).toBe(true);
 
     // The queue holds no row of the ones that took the lease, nor the dead one (swept once stale): only the later one.
     const db = new Client({ connectionString: postgresTarget(postgres.backendUrl).connectionString });
@@ -150,18 +162,23 @@ describe("the file backend lease's waiters", () => {
       if (held.acquired) await holder.release(held.record);
       await contending;
       expect(order).toEqual(["A", "B", "C", "B", "C"]);
-      // A run that opens a new store for each try keeps its place (the waiter is the process).
+      // A run that gave up closes its store and leaves the queue; one that comes back with a new store takes its place back.
       const holder2 = open();
       const again = await holder2.tryAcquire(claim("holder-2"));
       expect(again.acquired).toBe(true);
+      const gaveUp = open();
+      expect((await gaveUp.tryAcquire(claim("gave-up"))).acquired).toBe(false);
+      await gaveUp.close();
       const first = open("cli-run");
       expect((await first.tryAcquire(claim("cli-try-1"))).acquired).toBe(false);
       await first.close();
       const later = open();
       expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
+      const second = open("cli-run");
+      expect((await second.tryAcquire(claim("cli-try-2"))).acquired).toBe(false);
       if (again.acquired) await holder2.release(again.record);
       expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
-      expect((await open("cli-run").tryAcquire(claim("cli-try-2"))).acquired).toBe(true);
+      expect((await second.tryAcquire(claim("cli-try-3"))).acquired).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
