@@ -182,4 +182,37 @@ describe("tables another role planted are refused before use", () => {
     expect(server.groups().some((g) => g.user_group_id === "mine-1")).toBe(false);
     await mallory.end();
   });
+
+  it("the lease's waiters table with a trigger: refused by name before the lease is taken, the trigger never runs", async () => {
+    const db = await freshDatabase();
+    const mallory = await db.as("mallory");
+    await mallory.query("CREATE TABLE marker (seen TEXT)");
+    await mallory.query("GRANT INSERT ON marker TO PUBLIC");
+    // As the lease creates it, but mallory's, with a trigger that would run whenever a waiter takes its place in the queue.
+    await mallory.query(
+      "CREATE TABLE user_groups_run_lease_waiters (stack_key TEXT NOT NULL, waiter_id TEXT NOT NULL, since TIMESTAMPTZ NOT NULL, seen_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (stack_key, waiter_id))",
+    );
+    await mallory.query("GRANT ALL ON user_groups_run_lease_waiters TO PUBLIC");
+    await mallory.query("CREATE FUNCTION queued() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO marker VALUES (current_user); RETURN NEW; END $$");
+    await mallory.query("CREATE TRIGGER queued BEFORE INSERT OR UPDATE ON user_groups_run_lease_waiters FOR EACH ROW EXECUTE FUNCTION queued()");
+    const lease = new PostgresLeaseStore(db.fleetUrl, "user-groups", "queued");
+    try {
+      const refusal = await lease.tryAcquire({ runId: "r", host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() }).then(() => undefined, (error: unknown) => error);
+      expect(refusal).toBeInstanceOf(BackendTableUntrustedError);
+      expect(refusal).toMatchObject({ code: "backend_table_untrusted", table: "user_groups_run_lease_waiters" });
+      expect((refusal as Error).message).toMatch(/"user_groups_run_lease_waiters".*owned by role "mallory"/);
+    } finally {
+      await lease.close();
+    }
+    expect((await mallory.query("SELECT * FROM marker")).rows).toEqual([]);
+    // Our own waiters table, made by the lease itself in a fresh database, passes: the lease is taken.
+    const clean = await freshDatabase();
+    const ours = new PostgresLeaseStore(clean.fleetUrl, "user-groups", "queued");
+    try {
+      expect((await ours.tryAcquire({ runId: "r", host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() })).acquired).toBe(true);
+    } finally {
+      await ours.close();
+    }
+    await mallory.end();
+  });
 });

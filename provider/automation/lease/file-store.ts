@@ -1,6 +1,7 @@
 // The run lease of a file backend: a generation-numbered lease file that one
 // exclusive link publishes, renewed by its holder.
 import type { PulumiLock } from "../model";
+import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { readLockHolders } from "../backend";
@@ -10,17 +11,36 @@ import { writePrivate, privateDirs } from "../../client/shared-state";
 import { type Clock, systemClock } from "../../clock";
 
 const LEASE_FILE = /^lease-(\d{1,15})\.json$/;
+const WAITER_FILE = /^([A-Za-z0-9_-]{1,64})\.json$/;
+
+/**
+ * A waiter not seen for this long has stopped waiting (gave up, died): it no
+ * longer keeps later waiters from the lease. Above the longest pause between two
+ * tries of a live waiter (the lock wait's backoff is at most 5 s).
+ */
+export const FILE_WAITER_STALE_MS = 8_000;
+
+/** This process's id in a file lease's queue of waiters (a waiter is a replica, as on PostgreSQL: postgres-store.ts). */
+const PROCESS_WAITER_ID = randomUUID();
+
+/** Where this process stood in each queue, so that its next store takes the place back after a close (postgres-store.ts). */
+const placesInQueue = new Map<string, { readonly since: number; readonly triedAt: number }>();
 
 /**
  * A file backend's lease: `<backend>/.user-groups/leases/<project>/<stack>/lease-<n>.json`.
  * Each new holder publishes generation n+1 with an exclusive link, so of two
  * runs taking a free (or dead) lease at once exactly one wins; the holder
- * alone rewrites its own generation.
+ * alone rewrites its own generation. Waiters are served first come: each
+ * (process) keeps a file in `<backend>/.user-groups/lease-waiters/<project>/<stack>/` (when it began to wait, when it last tried), and a
+ * free lease goes to the live waiter that began first (PostgreSQL's rule,
+ * postgres-store.ts; here on this host's clock, so across hosts only as fair as
+ * their clocks agree).
  */
 export class FileLeaseStore implements LeaseStore {
   onLost: (() => void) | undefined;
   private readonly dir: string;
   private held: number | undefined;
+  private readonly waiters: string;
 
   constructor(
     private readonly backendDir: string,
@@ -28,8 +48,54 @@ export class FileLeaseStore implements LeaseStore {
     private readonly stack: string,
     private readonly here: Here = HERE,
     private readonly clock: Clock = systemClock,
+    /** Who waits in the lease's queue: this process, or as told (tests play several replicas). */
+    private readonly waiterId: string = PROCESS_WAITER_ID,
   ) {
     this.dir = path.join(backendDir, ".user-groups", "leases", project, encodeURIComponent(assertValidStackName(stack)));
+    this.waiters = path.join(backendDir, ".user-groups", "lease-waiters", project, encodeURIComponent(stack));
+  }
+
+  /**
+   * Puts this store in the queue (or says it is still there) and answers whether
+   * a live waiter began before it; stale waiters' files are swept.
+   */
+  private queue(): boolean {
+    const now = this.clock.now();
+    privateDirs(this.backendDir, this.waiters);
+    const mine = this.queuedSince(now);
+    writePrivate(path.join(this.waiters, `${this.waiterId}.json`), `${JSON.stringify({ since: mine, seenAt: now })}\n`, false);
+    let ahead = false;
+    for (const name of readdirSync(this.waiters)) {
+      const id = WAITER_FILE.exec(name)?.[1];
+      if (id === undefined || id === this.waiterId) continue;
+      let other: { since?: unknown; seenAt?: unknown };
+      try {
+        other = JSON.parse(readFileSync(path.join(this.waiters, name), "utf8")) as typeof other;
+      } catch {
+        continue; // gone meanwhile, or torn: counts as no waiter
+      }
+      if (typeof other.since !== "number" || typeof other.seenAt !== "number" || now - other.seenAt > FILE_WAITER_STALE_MS) {
+        rmSync(path.join(this.waiters, name), { force: true });
+        continue;
+      }
+      if (other.since < mine || (other.since === mine && id < this.waiterId)) ahead = true;
+    }
+    return ahead;
+  }
+
+  /** When this waiter began to wait: where it stood while it is live (closed stores too), else now (a new wait). */
+  private queuedSince(now: number): number {
+    const key = path.join(this.waiters, this.waiterId);
+    const place = placesInQueue.get(key);
+    const since = place !== undefined && now - place.triedAt <= FILE_WAITER_STALE_MS ? Math.min(place.since, now) : now;
+    placesInQueue.set(key, { since, triedAt: now });
+    return since;
+  }
+
+  /** Out of the queue: `forget` when the lease was taken (else the place is kept for this process's next store). */
+  private leaveQueue(forget: boolean): void {
+    if (forget) placesInQueue.delete(path.join(this.waiters, this.waiterId));
+    rmSync(path.join(this.waiters, `${this.waiterId}.json`), { force: true });
   }
 
   private generations(): number[] {
@@ -60,11 +126,15 @@ export class FileLeaseStore implements LeaseStore {
     const generations = this.generations();
     const current = generations.at(-1) ?? 0;
     const previous = current > 0 ? this.read(current) : undefined;
+    // First come, first served (a person breaking a live lease goes first).
+    const ahead = options.breakLive ? false : this.queue();
     if (previous === "missing") return { acquired: false as const }; // pruned under us: look again
     // A record that does not parse (torn by a crash, or not ours) holds nothing.
     if (!options.breakLive && leaseStateOf(previous, this.clock.now(), this.here) === "live") return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
+    if (ahead) return { acquired: false as const };
     const record = successorRecord(previous, me);
     if (!writePrivate(this.fileOf(current + 1), `${JSON.stringify(record)}\n`, true)) return { acquired: false as const };
+    this.leaveQueue(true);
     this.held = current + 1;
     for (const old of generations) rmSync(this.fileOf(old), { force: true });
     return { acquired: true as const, record };
@@ -101,5 +171,8 @@ export class FileLeaseStore implements LeaseStore {
     rmSync(`${lock.key}.attrs`, { force: true });
   }
 
-  async close(): Promise<void> {}
+  /** Out of the queue (a run that gave up holds nobody up); this process's next store takes the place back. */
+  async close(): Promise<void> {
+    this.leaveQueue(false);
+  }
 }

@@ -6,6 +6,12 @@
 // - acquire: one transaction takes a free, released or expired lease (or one
 //   whose holder's lease session is gone: a killed holder) and increments the
 //   epoch; renew: UPDATE ... WHERE epoch = mine AND NOT expired (0 rows: lost).
+//   Waiters are served first come (the lease's waiters table): a waiter
+//   (a process) registers when first refused (`since`, the database's clock) and refreshes
+//   `seen_at` at each try; the lease goes to the live waiter (seen within
+//   PG_WAITER_STALE_MS) with the earliest `since`, in the same transaction and
+//   under the same row lock as the acquire, so that a replica that always has
+//   work cannot take the lease again and again ahead of one that waited longer.
 //   A holder that has not renewed for PG_LEASE_TIMING.ttlMs loses the lease even
 //   while its connection lives (a paused process, a partition). A holder whose
 //   lease session is cut (a reset, a restart) does not lose it by that alone: a
@@ -26,7 +32,7 @@
 //   ends that run's sessions (lease, engine, fence checks): not what fences it
 //   (the trigger and the checks are), but it stops it sooner.
 import type { PulumiLock } from "../model";
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createTablesIfMissing, isSqlName, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
 import { FENCE_SESSION_PREFIX, RUN_FENCE_ENV } from "../../client/run-fence";
 import { UserGroupsError } from "../../wire/errors";
@@ -48,6 +54,32 @@ export function leaseIdOf(pulumiTable: string, project: string, stack: string): 
  * before a live run's requests wait.
  */
 export const PG_LEASE_TIMING: LeaseTiming = { ttlMs: 10_000, renewEveryMs: 2_000 };
+
+/**
+ * A waiter not seen for this long (on the database's clock) has stopped waiting
+ * (gave up, died, was cut off): it no longer keeps later waiters from the lease
+ * and its row is swept. Above the longest pause between two tries of a live
+ * waiter (the lock wait's backoff is at most 5 s, plus the try itself).
+ */
+export const PG_WAITER_STALE_MS = 8_000;
+
+/**
+ * This process's id in the lease's queue of waiters: a waiter is a replica (a
+ * process), not a store, so that a run that opens a new store for each try
+ * (runOnce under the lock wait) keeps its place between tries.
+ */
+export const PROCESS_WAITER_ID = randomUUID();
+
+/**
+ * Where this process stood in each lease's queue (its `since`, the database's
+ * clock, as text) and when it last tried (this process's clock). A store that
+ * closes leaves the queue (a run that gave up must not hold others up), and the
+ * next store of this process that tries within the stale window takes its place back.
+ */
+const placesInQueue = new Map<string, { readonly since: string; readonly triedAt: number }>();
+
+/** How soon a waiter refused only for an earlier waiter tries again (the earlier one takes the lease at its next try). */
+const QUEUED_RETRY_MS = 500;
 
 /** Session names (application_name): a run's engine, a run's lease session. */
 export const ENGINE_SESSION_PREFIX = "ug-run:";
@@ -97,14 +129,20 @@ export class PostgresLeaseStore implements LeaseStore {
   private readonly target: ReturnType<typeof postgresTarget>;
   private readonly leaseId: string;
   private readonly stackKey: string;
+  /** Who waits, in the lease's queue of waiters: this process (PROCESS_WAITER_ID), or as told (tests play several replicas). */
+  private readonly waiterId: string;
+  private readonly waiterStaleMs: number;
 
   constructor(
     private readonly backendUrl: string,
     private readonly project: string,
     private readonly stack: string,
     timing: LeaseTiming = PG_LEASE_TIMING,
+    options: { readonly waiterStaleMs?: number; readonly waiterId?: string } = {},
   ) {
     this.timing = timing;
+    this.waiterId = options.waiterId ?? PROCESS_WAITER_ID;
+    this.waiterStaleMs = options.waiterStaleMs ?? PG_WAITER_STALE_MS;
     this.target = postgresTarget(backendUrl);
     this.leaseId = leaseIdOf(this.target.pulumiTable, project, assertValidStackName(stack));
     this.stackKey = `${project}/${stack}`;
@@ -132,6 +170,10 @@ export class PostgresLeaseStore implements LeaseStore {
             released: "boolean",
             updated_at: "timestamp with time zone",
           },
+        },
+        {
+          table: this.target.waiterTable,
+          columns: { stack_key: "text", waiter_id: "text", since: "timestamp with time zone", seen_at: "timestamp with time zone" },
         },
       ],
       connectTimeoutMs: 10_000,
@@ -201,6 +243,8 @@ export class PostgresLeaseStore implements LeaseStore {
       `CREATE TABLE IF NOT EXISTS ${this.target.recordTable} (stack_key TEXT PRIMARY KEY, record JSONB NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
       `CREATE TABLE IF NOT EXISTS ${this.target.leaseTable} (stack_key TEXT PRIMARY KEY, lease_id TEXT NOT NULL, epoch BIGINT NOT NULL, ` +
         `run_id TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, released BOOLEAN NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+      `CREATE TABLE IF NOT EXISTS ${this.target.waiterTable} (stack_key TEXT NOT NULL, waiter_id TEXT NOT NULL, since TIMESTAMPTZ NOT NULL, ` +
+        `seen_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (stack_key, waiter_id))`,
       // Pulumi's own table, exactly as Pulumi creates it (its CREATE ... IF NOT EXISTS is then a no-op), so that the fence is on it before its first write.
       `CREATE TABLE IF NOT EXISTS ${this.target.pulumiTable} (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now())`,
     ]);
@@ -311,9 +355,33 @@ $fence$`,
         ])
       ).rows[0]!.attended;
       const previous = await this.readRecord(client);
+      // First come, first served: sweep the waiters that stopped trying, put ourselves in the queue (or say we are
+      // still there), and see whether a live waiter came before us. All under the lease row's lock.
+      const stale = [this.stackKey, this.waiterStaleMs];
+      await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND seen_at < clock_timestamp() - $2 * interval '1 millisecond'`, stale);
+      const placeKey = `${this.target.waiterTable}\u0000${this.stackKey}\u0000${this.waiterId}`;
+      const place = placesInQueue.get(placeKey);
+      const kept = place !== undefined && Date.now() - place.triedAt < this.waiterStaleMs ? place.since : null;
+      const queue = (
+        await client.query<{ ahead: boolean; since: string }>(
+          `WITH me AS (
+             INSERT INTO ${this.target.waiterTable} (stack_key, waiter_id, since, seen_at)
+             VALUES ($1, $2, LEAST(coalesce($3::timestamptz, clock_timestamp()), clock_timestamp()), clock_timestamp())
+             ON CONFLICT (stack_key, waiter_id) DO UPDATE SET seen_at = clock_timestamp() RETURNING since
+           )
+           SELECT EXISTS (SELECT 1 FROM ${this.target.waiterTable} w, me WHERE w.stack_key = $1 AND w.waiter_id <> $2
+             AND (w.since, w.waiter_id) < (me.since, $2::text)) AS ahead, (SELECT since::text FROM me) AS since`,
+          [this.stackKey, this.waiterId, kept],
+        )
+      ).rows[0]!;
+      const queued = queue.ahead;
+      placesInQueue.set(placeKey, { since: queue.since, triedAt: Date.now() });
       if (!row.released && row.unexpired && attended) {
         holder = previous;
         retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
+      } else if (queued) {
+        // Free, but another waiter came first: it takes the lease at its next try (or stops counting once stale).
+        retryInMs = QUEUED_RETRY_MS;
       } else {
         const epoch = Number(row.epoch) + 1;
         const record = successorRecord(previous, { ...me, epoch }, this.timing.ttlMs);
@@ -322,11 +390,14 @@ $fence$`,
           [this.stackKey, this.leaseId, epoch, me.runId, this.timing.ttlMs],
         );
         await this.upsert(client, record);
+        await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]);
+        placesInQueue.delete(placeKey);
         // Our lease session's name says which epoch it holds: a successor sees whether we are still there.
         await client.query("SELECT set_config('application_name', $1, false)", [`${LEASE_SESSION_PREFIX}${this.leaseId}:${epoch}`]);
         taken = { record, epoch, stale: !row.released };
       }
-      await client.query(taken ? "COMMIT" : "ROLLBACK");
+      // A refusal commits too: it keeps our place in the queue.
+      await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
       throw error;
@@ -473,6 +544,17 @@ $fence$`,
 
   async close(): Promise<void> {
     this.held = undefined;
+    // Out of the queue: a run that gave up (a CLI run that does not wait, a process on its way out) holds nobody up.
+    // The place is remembered: this process's next try within the stale window takes it back (runOnce opens a new
+    // store for each try of its lock wait).
+    const client = this.session.current;
+    if (client !== undefined) {
+      // Not waited for past a second: a session cut off (a black hole) would hold the close up to its query timeout.
+      const leaving = client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]).catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([leaving, new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+      clearTimeout(timer);
+    }
     await this.session.close();
   }
 }

@@ -4,11 +4,11 @@
 // run's, or someone else's, and can tell which.
 //
 // - postgres:// backends: a row of our table with an epoch, the holder's run id
-//   and an expiry on the database's clock (15 s past the last renewal, renewed
-//   every 3 s); a killed holder's lease ends at once (its lease session is
+//   and an expiry on the database's clock (10 s past the last renewal, renewed
+//   every 2 s); a killed holder's lease ends at once (its lease session is
 //   gone), a paused or cut-off one's when it expires. Older epochs are fenced:
-//   the backend refuses their engine's writes, their providers send nothing
-//   (postgres-store.ts).
+//   the backend refuses their engine's writes, their providers send nothing.
+//   Waiters are served first come (postgres-store.ts; file-store.ts likewise).
 // - file:// backends: a lease file in the backend (0700 directory, 0600 file)
 //   holding the holder's host, pid, run id and an expiry it renews. Nothing can
 //   fence a file backend's writers, so only a dead pid of this host ends it; a

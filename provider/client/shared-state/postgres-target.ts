@@ -22,7 +22,7 @@ export class BackendTableNameError extends UserGroupsError {
  * beside it), and the prefix of Pulumi's keys: the diy backend files every key
  * under the URL's path (the database name), `postgres/.pulumi/...`.
  */
-export function postgresTarget(backendUrl: string): { connectionString: string; pulumiTable: string; recordTable: string; leaseTable: string; keyPrefix: string } {
+export function postgresTarget(backendUrl: string): { connectionString: string; pulumiTable: string; recordTable: string; leaseTable: string; waiterTable: string; keyPrefix: string } {
   const url = new URL(backendUrl);
   const pulumiTable = url.searchParams.get("table") || "pulumi_state";
   if (!isSqlName(pulumiTable)) throw new BackendTableNameError(pulumiTable);
@@ -33,7 +33,7 @@ export function postgresTarget(backendUrl: string): { connectionString: string; 
   const schema = pulumiTable.includes(".") ? `${pulumiTable.split(".")[0]}.` : "";
   const subDir = decodeURIComponent(url.pathname).replace(/^\/+/, "");
   const keyPrefix = subDir === "" ? "" : subDir.endsWith("/") ? subDir : `${subDir}/`;
-  return { connectionString: url.toString(), pulumiTable, recordTable: `${schema}user_groups_run_records`, leaseTable: `${schema}user_groups_run_leases`, keyPrefix };
+  return { connectionString: url.toString(), pulumiTable, recordTable: `${schema}user_groups_run_records`, leaseTable: `${schema}user_groups_run_leases`, waiterTable: `${schema}user_groups_run_lease_waiters`, keyPrefix };
 }
 
 /** A driver's message with the URL's password (if it ever showed) taken out. */

@@ -171,7 +171,10 @@ describe("the file lease", () => {
     expect(statSync(leasesDir).mode & 0o777).toBe(0o700);
     for (const name of readdirSync(leasesDir)) expect(statSync(path.join(leasesDir, name)).mode & 0o777).toBe(0o600);
     // Seen from a process that finds this pid alive: held.
-    await expect(acquireRunLease(new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), clock), "prod")).rejects.toBeInstanceOf(StackLockedError);
+    // (A store that was refused waits in the lease's queue until it closes, or for FILE_WAITER_STALE_MS.)
+    const refused = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), clock);
+    await expect(acquireRunLease(refused, "prod")).rejects.toBeInstanceOf(StackLockedError);
+    await refused.close();
     // Seen as dead (B's view): taken, and A becomes unfinished business.
     now += 1_000;
     const leaseB = await acquireRunLease(b, "prod", { here: here("pod-a", []), clock });
@@ -227,6 +230,7 @@ describe("the PostgreSQL lease", () => {
       pulumiTable: "pulumi.stacks",
       recordTable: "pulumi.user_groups_run_records",
       leaseTable: "pulumi.user_groups_run_leases",
+      waiterTable: "pulumi.user_groups_run_lease_waiters",
       keyPrefix: "state/",
     });
     for (const table of ["x;drop table y", "a b", "x.y.z", "\"x\""]) {
