@@ -11,7 +11,9 @@ runFaultMatrix("fl", [
   },
   {
     name: "lost answers (drop-after-apply) on create (GET), update (PUT), rotate (POST) and delete (DELETE)",
-    rules: [...everyMethod({ action: "drop-after-apply", times: 1 }), ...everyMethod({ action: "drop-after-apply", probability: 0.3 })],
+    // The chance rule fires at most 5 times a method: with the first one's, 6 lost answers at most, so one
+    // request's 8 attempts always get through (uncapped, a seed such as 2665681970 lost 7 in a row: not a bug).
+    rules: [...everyMethod({ action: "drop-after-apply", times: 1 }), ...everyMethod({ action: "drop-after-apply", probability: 0.3, times: 5 })],
     firedOn: API_METHODS,
   },
 ]);
