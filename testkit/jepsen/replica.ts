@@ -55,6 +55,9 @@ export class Replica {
       detached: true, // its own process group: a pod
       stdio: ["pipe", "pipe", "pipe"],
     });
+    // A call written to a replica killed a moment ago (its exit not yet seen) meets a closed pipe: EPIPE. That call is
+    // settled as indeterminate ("info") when the exit is seen, like every call it never answered; the error itself is not news.
+    this.child.stdin!.on("error", () => undefined);
     this.child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
       this.stderr = (this.stderr + chunk).slice(-20_000);
     });
