@@ -8,6 +8,9 @@ import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
   DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+  DEFAULT_MAX_GROUP_BYTES,
+  DEFAULT_MAX_GROUPS,
+  DEFAULT_MAX_TOTAL_BYTES,
   DEFAULT_REQUEST_TIMEOUT_MS,
 } from "./options.js";
 
@@ -40,6 +43,12 @@ export const USAGE = `usage: user-groups-fake-server [options]
                           clients all share one (default ${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}). At a
                           cap a new connection replaces the oldest idle one, or
                           is refused when none is idle
+  --max-groups N          groups the store holds at most, both environments
+                          (default ${DEFAULT_MAX_GROUPS}); a create past it: 507 storage_full
+  --max-group-bytes N     one group's name, id, mapping and properties as JSON,
+                          at most (default ${DEFAULT_MAX_GROUP_BYTES}); past it: 413 group_too_large
+  --max-total-bytes N     all groups' bytes together, at most (default ${DEFAULT_MAX_TOTAL_BYTES});
+                          a write past it: 507 storage_full
   --help                  show this text`;
 
 export interface CliConfig {
@@ -56,6 +65,9 @@ export interface CliConfig {
   maxConnections?: number;
   maxConnectionsPerAddress?: number;
   idleTimeoutMs?: number;
+  maxGroups?: number;
+  maxGroupBytes?: number;
+  maxTotalBytes?: number;
 }
 
 export type CliParse = { kind: "run"; config: CliConfig } | { kind: "help" } | { kind: "error"; message: string };
@@ -81,6 +93,9 @@ export function parseCli(argv: readonly string[]): CliParse {
         "max-connections": { type: "string" },
         "max-connections-per-address": { type: "string" },
         "idle-timeout": { type: "string" },
+        "max-groups": { type: "string" },
+        "max-group-bytes": { type: "string" },
+        "max-total-bytes": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -132,11 +147,15 @@ export function parseCli(argv: readonly string[]): CliParse {
     ["max-connections", "maxConnections"],
     ["max-connections-per-address", "maxConnectionsPerAddress"],
     ["idle-timeout", "idleTimeoutMs"],
+    ["max-groups", "maxGroups"],
+    ["max-group-bytes", "maxGroupBytes"],
+    ["max-total-bytes", "maxTotalBytes"],
   ] as const;
+  // Timeouts stay below what a timer holds (2^31 ms); byte limits may pass a GiB.
   for (const [flag, field] of limits) {
     const text = values[flag];
     if (text === undefined) continue;
-    if (!/^\d{1,9}$/.test(text) || Number(text) < 1) return { kind: "error", message: `--${flag} must be a whole number of 1 or more (got "${text}")` };
+    if (!(flag.endsWith("-bytes") ? /^\d{1,12}$/ : /^\d{1,9}$/).test(text) || Number(text) < 1) return { kind: "error", message: `--${flag} must be a whole number of 1 or more (got "${text}")` };
     config[field] = Number(text);
   }
   return { kind: "run", config };

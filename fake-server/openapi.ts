@@ -24,6 +24,7 @@ import {
   type ServiceErrorCode,
 } from "../provider/wire/schemas.js";
 import { ALLOW } from "./api-request.js";
+import { DEFAULT_MAX_GROUP_BYTES, DEFAULT_MAX_GROUPS, DEFAULT_MAX_TOTAL_BYTES } from "./options.js";
 import { MAX_JSON_DEPTH } from "./json-guard.js";
 
 /** A JSON Schema (or OpenAPI) document, as plain JSON. */
@@ -107,8 +108,8 @@ const ERROR_STATUSES = {
   },
   "413": {
     name: "PayloadTooLarge",
-    description: `The body is over ${MAX_BODY_BYTES} bytes (refused without reading the rest; the connection is closed).`,
-    codes: ["payload_too_large"],
+    description: `The body is over ${MAX_BODY_BYTES} bytes (refused without reading the rest; the connection is closed); or, for a create or update, the group would be larger than the emulator keeps (\`group_too_large\`: name, id, mapping and properties as UTF-8 JSON over --max-group-bytes, default ${DEFAULT_MAX_GROUP_BYTES}; nothing changed).`,
+    codes: ["payload_too_large", "group_too_large"],
   },
   "415": {
     name: "UnsupportedMediaType",
@@ -125,13 +126,18 @@ const ERROR_STATUSES = {
     description: "Only with a data file: the change could not be written to disk (it is kept in memory and written by the next write).",
     codes: ["internal_error"],
   },
+  "507": {
+    name: "InsufficientStorage",
+    description: `A create past the emulator's group limit (--max-groups, default ${DEFAULT_MAX_GROUPS}), or a create or update that grows the store past its byte limit (--max-total-bytes, default ${DEFAULT_MAX_TOTAL_BYTES}); nothing changed. Not transient: delete groups or raise the limit.`,
+    codes: ["storage_full"],
+  },
 } as const satisfies Record<string, { name: string; description: string; codes: readonly ServiceErrorCode[] }>;
 type ErrorStatus = keyof typeof ERROR_STATUSES;
 
 /** The failures each operation can answer (405 belongs to the methods the document does not list). */
 const OPERATION_ERRORS: Record<ApiMethod, readonly ErrorStatus[]> = {
-  GET: ["400", "401", "403", "413", "415", "429", "500"],
-  PUT: ["400", "401", "403", "404", "413", "415", "429", "500"],
+  GET: ["400", "401", "403", "413", "415", "429", "500", "507"],
+  PUT: ["400", "401", "403", "404", "413", "415", "429", "500", "507"],
   POST: ["400", "401", "403", "404", "413", "415", "429", "500"],
   DELETE: ["400", "401", "403", "404", "409", "413", "415", "429", "500"],
 };

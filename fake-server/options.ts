@@ -31,6 +31,16 @@ export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 /** A connection the server is not working on that receives nothing for this long is closed (also the keep-alive timeout). */
 export const DEFAULT_IDLE_TIMEOUT_MS = 5_000;
 
+/**
+ * The store's limits (W2 caps a body at 1 MiB, so one group cannot pass the default
+ * maxGroupBytes through the API; the totals bound the emulator's memory: about twice the
+ * bytes, as JavaScript objects). A write past one is refused: 413 group_too_large for a
+ * group over maxGroupBytes, 507 storage_full at maxGroups or maxTotalBytes.
+ */
+export const DEFAULT_MAX_GROUPS = 100_000;
+export const DEFAULT_MAX_GROUP_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_TOTAL_BYTES = 256 * 1024 * 1024;
+
 /** @internal */
 export const rateLimitSchema = z.object({
   requests: z.number().int().positive(),
@@ -58,6 +68,9 @@ export const fakeServerOptionsSchema = z.object({
   maxConnections: z.number().int().positive().default(DEFAULT_MAX_CONNECTIONS),
   maxConnectionsPerAddress: z.number().int().positive().default(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
   idleTimeoutMs: z.number().int().positive().default(DEFAULT_IDLE_TIMEOUT_MS),
+  maxGroups: z.number().int().positive().default(DEFAULT_MAX_GROUPS),
+  maxGroupBytes: z.number().int().positive().default(DEFAULT_MAX_GROUP_BYTES),
+  maxTotalBytes: z.number().int().positive().default(DEFAULT_MAX_TOTAL_BYTES),
 }).refine((o) => o.headersTimeoutMs <= o.requestTimeoutMs, { path: ["headersTimeoutMs"], message: "must not exceed requestTimeoutMs" });
 /** The options of startFakeServer (written out so that the declarations never mention zod). */
 export interface FakeServerOptions {
@@ -89,6 +102,12 @@ export interface FakeServerOptions {
   maxConnectionsPerAddress?: number | undefined;
   /** A connection that sends nothing for this many ms while no request is in progress is closed (default 5 s). */
   idleTimeoutMs?: number | undefined;
+  /** Groups the store holds at most, both environments (default 100,000); a create past it: 507 storage_full. */
+  maxGroups?: number | undefined;
+  /** One group's name, id, mapping and properties as UTF-8 JSON, at most (default 1 MiB); past it: 413 group_too_large. */
+  maxGroupBytes?: number | undefined;
+  /** Every group's bytes together, at most (default 256 MiB); a write past it: 507 storage_full. */
+  maxTotalBytes?: number | undefined;
 }
 /** Options after defaults. */
 export interface ResolvedOptions {
@@ -106,6 +125,9 @@ export interface ResolvedOptions {
   maxConnections: number;
   maxConnectionsPerAddress: number;
   idleTimeoutMs: number;
+  maxGroups: number;
+  maxGroupBytes: number;
+  maxTotalBytes: number;
 }
 
 /** Parses options; the error names the option (never echoes a key). */

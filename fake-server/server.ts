@@ -20,7 +20,7 @@ import { openApiJson } from "./openapi.js";
 import { resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOptions } from "./options.js";
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
-import { Store, type StoredGroup } from "./store.js";
+import { Store, type StoredGroup, type StoreLimits } from "./store.js";
 import { UserGroupsError } from "../provider/wire/errors.js";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 
@@ -67,7 +67,7 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
   const opts = resolveOptions(options);
   refuseUnguardedAdmin(opts);
   const keys = new KeyRing(opts.apiKeys);
-  const { store, persister } = await openStore(opts.dataFile);
+  const { store, persister } = await openStore(opts.dataFile, opts);
   const state: ServerState = {
     opts,
     keys,
@@ -92,8 +92,8 @@ function logSinkOf(log: ResolvedOptions["log"]): LogSink | undefined {
 }
 
 /** The store, loaded from the data file if there is one, which then follows every change. */
-async function openStore(dataFile: string | undefined): Promise<{ store: Store; persister: Persister | undefined }> {
-  const store = new Store();
+async function openStore(dataFile: string | undefined, limits: StoreLimits): Promise<{ store: Store; persister: Persister | undefined }> {
+  const store = new Store({ maxGroups: limits.maxGroups, maxGroupBytes: limits.maxGroupBytes, maxTotalBytes: limits.maxTotalBytes });
   if (dataFile === undefined) return { store, persister: undefined };
   const snapshot = await loadSnapshot(dataFile);
   if (snapshot !== undefined) store.load(snapshot);

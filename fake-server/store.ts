@@ -11,6 +11,7 @@ import {
   type Mapping,
   type Properties,
 } from "../provider/wire/schemas.js";
+import { ApiError } from "./errors.js";
 
 /** @internal A stored group, exactly as `GET /__admin/groups` and the data file show it. */
 export const storedGroupSchema = z.object({
@@ -61,6 +62,23 @@ export function newToken(): string {
   return randomBytes(32).toString("hex");
 }
 
+/** How much the store holds at most (startFakeServer's maxGroups, maxGroupBytes, maxTotalBytes). */
+export interface StoreLimits {
+  /** Groups in all, both environments. */
+  readonly maxGroups: number;
+  /** One group's name, id, mapping and properties, as UTF-8 JSON. */
+  readonly maxGroupBytes: number;
+  /** The sum of every group's bytes. */
+  readonly maxTotalBytes: number;
+}
+
+const NO_LIMITS: StoreLimits = { maxGroups: Number.MAX_SAFE_INTEGER, maxGroupBytes: Number.MAX_SAFE_INTEGER, maxTotalBytes: Number.MAX_SAFE_INTEGER };
+
+/** What a group costs the store: its user data as UTF-8 JSON (the token and team_id are fixed-size and not counted). */
+export function groupBytes(group: { user_group_id: string; name: string; mapping: Mapping; properties: Properties | null }): number {
+  return Buffer.byteLength(JSON.stringify([group.user_group_id, group.name, group.mapping, group.properties]), "utf8");
+}
+
 function groupKey(environment: Environment, id: string): string {
   // Environment names never contain a NUL, so this key cannot collide.
   return `${environment}\u0000${id}`;
@@ -71,6 +89,11 @@ export class Store {
   /** token -> group key; tokens are unique across environments. */
   private readonly byToken = new Map<string, string>();
   private nextTeamId = 1;
+  /** group key -> groupBytes, and their sum: checked at every write that can grow the store. */
+  private readonly bytes = new Map<string, number>();
+  private totalBytes = 0;
+
+  constructor(private readonly limits: StoreLimits = NO_LIMITS) {}
 
   /** Called after every mutation (persistence hooks in here). */
   onChange: () => void = () => {};
@@ -93,6 +116,10 @@ export class Store {
   getOrCreate(environment: Environment, id: string, init: NewGroup): { group: StoredGroup; created: boolean } {
     const existing = this.get(environment, id);
     if (existing !== undefined) return { group: existing, created: false };
+    const size = this.admit(groupBytes({ user_group_id: id, ...init }), 0);
+    if (this.groups.size >= this.limits.maxGroups) {
+      throw new ApiError(507, "storage_full", `the emulator holds ${this.groups.size} groups, its limit (maxGroups, --max-groups ${this.limits.maxGroups}): delete some, or start it with a higher limit`);
+    }
     const group: StoredGroup = {
       environment,
       user_group_id: id,
@@ -102,7 +129,7 @@ export class Store {
       team_id: this.nextTeamId++,
       token: this.uniqueToken(),
     };
-    this.insert(group);
+    this.insert(group, size);
     this.changed();
     return { group, created: true };
   }
@@ -110,6 +137,10 @@ export class Store {
   update(environment: Environment, id: string, changes: GroupChanges): StoredGroup | undefined {
     const group = this.get(environment, id);
     if (group === undefined) return undefined;
+    const key = groupKey(environment, id);
+    const size = this.admit(groupBytes({ ...group, ...changes }), this.bytes.get(key) ?? 0);
+    this.totalBytes += size - (this.bytes.get(key) ?? 0);
+    this.bytes.set(key, size);
     if (changes.name !== undefined) group.name = changes.name;
     if (changes.mapping !== undefined) group.mapping = changes.mapping;
     if (changes.properties !== undefined) group.properties = changes.properties;
@@ -129,7 +160,10 @@ export class Store {
   }
 
   remove(group: StoredGroup): void {
-    this.groups.delete(groupKey(group.environment, group.user_group_id));
+    const key = groupKey(group.environment, group.user_group_id);
+    this.totalBytes -= this.bytes.get(key) ?? 0;
+    this.bytes.delete(key);
+    this.groups.delete(key);
     this.byToken.delete(group.token);
     this.changed();
   }
@@ -146,6 +180,8 @@ export class Store {
   reset(): void {
     this.groups.clear();
     this.byToken.clear();
+    this.bytes.clear();
+    this.totalBytes = 0;
     this.changed();
   }
 
@@ -153,13 +189,19 @@ export class Store {
     return { version: 1, next_team_id: this.nextTeamId, groups: [...this.groups.values()] };
   }
 
-  /** Replaces the whole state from a snapshot (no onChange: it is already on disk). */
+  /**
+   * Replaces the whole state from a snapshot (no onChange: it is already on disk). A data
+   * file over the limits is loaded whole; writes that grow the store are refused until it
+   * is under them again.
+   */
   load(snapshot: Snapshot): void {
     this.groups.clear();
     this.byToken.clear();
+    this.bytes.clear();
+    this.totalBytes = 0;
     let maxTeamId = 0;
     for (const group of snapshot.groups) {
-      this.insert({ ...group });
+      this.insert({ ...group }, groupBytes(group));
       maxTeamId = Math.max(maxTeamId, group.team_id);
     }
     this.nextTeamId = Math.max(snapshot.next_team_id, maxTeamId + 1);
@@ -174,10 +216,32 @@ export class Store {
     this.onChange();
   }
 
-  private insert(group: StoredGroup): void {
+  /** The store's bytes in all (what maxTotalBytes bounds). */
+  get bytesUsed(): number {
+    return this.totalBytes;
+  }
+
+  /**
+   * A write that makes a group `size` bytes (it was `before`), checked against the limits
+   * before anything changes: 413 for a group over maxGroupBytes, 507 once the total would
+   * pass maxTotalBytes. Returns `size`.
+   */
+  private admit(size: number, before: number): number {
+    if (size > this.limits.maxGroupBytes) {
+      throw new ApiError(413, "group_too_large", `the group would hold ${size} bytes (name, id, mapping and properties as JSON); the emulator's limit is ${this.limits.maxGroupBytes} (maxGroupBytes, --max-group-bytes)`);
+    }
+    if (size > before && this.totalBytes - before + size > this.limits.maxTotalBytes) {
+      throw new ApiError(507, "storage_full", `the emulator holds ${this.totalBytes} bytes of groups and this write would pass its limit of ${this.limits.maxTotalBytes} (maxTotalBytes, --max-total-bytes): delete some, or start it with a higher limit`);
+    }
+    return size;
+  }
+
+  private insert(group: StoredGroup, size: number): void {
     const key = groupKey(group.environment, group.user_group_id);
     this.groups.set(key, group);
     this.byToken.set(group.token, key);
+    this.totalBytes += size - (this.bytes.get(key) ?? 0);
+    this.bytes.set(key, size);
   }
 
   private uniqueToken(): string {

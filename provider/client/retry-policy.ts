@@ -22,10 +22,13 @@ export type AttemptOutcome =
   | { readonly kind: "response"; readonly status: number; readonly retryAfterMs?: number }
   | { readonly kind: "network"; readonly sent: boolean };
 
-/** 429 and 5xx are worth another try; so is a network failure. 4xx are the caller's to fix. */
+/**
+ * 429 and 5xx are worth another try; so is a network failure. 4xx are the caller's to fix,
+ * and so is 507 (Insufficient Storage: the store is full until someone deletes groups).
+ */
 export function isRetryable(outcome: AttemptOutcome): boolean {
   if (outcome.kind === "network") return true;
-  return outcome.status === 429 || outcome.status >= 500;
+  return outcome.status === 429 || (outcome.status >= 500 && outcome.status !== 507);
 }
 
 /**

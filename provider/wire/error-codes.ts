@@ -46,6 +46,8 @@ const SERVICE_CODES = {
   invalid_data_source_provided_id: { meaning: "400: the data_source_provided_id breaks the contract's rules (W4)", thrownBy: "the service; fake-server ApiError; client UserGroupApiError" },
   bad_request: { meaning: "400 (or 408/431): the HTTP request itself is malformed, before any body is read", thrownBy: "the service; fake-server ApiError; client UserGroupApiError" },
   payload_too_large: { meaning: "413: the request body is larger than the service accepts", thrownBy: "the service; fake-server ApiError; client UserGroupApiError" },
+  group_too_large: { meaning: "413: the group (name, id, mapping and properties) would be larger than the emulator keeps (--max-group-bytes)", thrownBy: "fake-server ApiError; client UserGroupApiError" },
+  storage_full: { meaning: "507: the emulator holds as many groups or bytes as it may (--max-groups, --max-total-bytes); delete groups or raise the limit", thrownBy: "fake-server ApiError; client UserGroupApiError" },
   method_not_allowed: { meaning: "405: the path does not accept this HTTP method (Allow names those it does)", thrownBy: "the service; fake-server ApiError; client UserGroupApiError" },
   not_found: { meaning: "404: an unknown path", thrownBy: "the service; fake-server ApiError; client UserGroupApiError" },
   user_group_not_found: { meaning: "404: no group (or token) with that id in the API key's environment (UserGroupApiError.isNotFound)", thrownBy: "the service; fake-server ApiError; client UserGroupApiError" },

@@ -224,6 +224,8 @@ export const SERVICE_ERROR_CODES = [
   "invalid_data_source_provided_id",
   "bad_request", // 400 (or 408/431): the HTTP request itself is malformed, before any body is read
   "payload_too_large", // 413
+  "group_too_large", // 413: the fake server's maxGroupBytes
+  "storage_full", // 507: the fake server's maxGroups or maxTotalBytes
   "method_not_allowed", // 405
   "not_found", // 404: unknown path
   "user_group_not_found", // 404: unknown id or token in the key's environment

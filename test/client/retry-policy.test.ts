@@ -12,11 +12,11 @@ import {
 const policy: RetryPolicy = { maxAttempts: 5, maxElapsedMs: 10_000, baseDelayMs: 100, maxDelayMs: 1_000 };
 
 describe("retry policy", () => {
-  it("retries 429, 5xx and network failures, not other 4xx", () => {
+  it("retries 429, 5xx and network failures, not other 4xx nor 507 (a full store stays full)", () => {
     expect(isRetryable({ kind: "response", status: 429 })).toBe(true);
     expect(isRetryable({ kind: "response", status: 503 })).toBe(true);
     expect(isRetryable({ kind: "network", sent: true })).toBe(true);
-    for (const status of [400, 401, 403, 404, 409, 413, 415]) expect(isRetryable({ kind: "response", status })).toBe(false);
+    for (const status of [400, 401, 403, 404, 409, 413, 415, 507]) expect(isRetryable({ kind: "response", status })).toBe(false);
   });
 
   it("grows the ceiling exponentially up to the cap, with full jitter below it", () => {

@@ -74,8 +74,9 @@ describe("OpenAPI document", () => {
 
   it("declares each failure status an operation answers, with the error body, and no catch-all", () => {
     const statuses = (method: string) => Object.keys(operations[method]?.responses ?? {}).sort();
-    expect(statuses("get")).toEqual(["200", "400", "401", "403", "413", "415", "429", "500"]);
-    expect(statuses("put")).toEqual(["200", "400", "401", "403", "404", "413", "415", "429", "500"]);
+    // 507: a create (GET) or a growing update (PUT) past the store's limits.
+    expect(statuses("get")).toEqual(["200", "400", "401", "403", "413", "415", "429", "500", "507"]);
+    expect(statuses("put")).toEqual(["200", "400", "401", "403", "404", "413", "415", "429", "500", "507"]);
     expect(statuses("post")).toEqual(["200", "400", "401", "403", "404", "413", "415", "429", "500"]);
     expect(statuses("delete")).toEqual(["200", "400", "401", "403", "404", "409", "413", "415", "429", "500"]);
     for (const response of Object.values(doc.components.responses)) {
