@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { backendUrlSecrets, parseDurationMs, type Operation, isValidStackName } from "../automation/internal";
 import { UserGroupsError } from "../wire/errors";
+import { PLAN_COMMIT_PATTERN, PLAN_RUN_PATTERN, type PlanOrigin } from "./reviewed-plan";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -50,6 +51,11 @@ Options:
   --plan-file PATH       preview: write the changes it found (and their digest) to PATH;
                          up: apply only if a preview now finds exactly those changes, else
                          exit 2 naming each difference (what merges is what was reviewed)
+  --plan-commit SHA      with --plan-file and --plan-run: preview: record that the plan is
+                         the preview of commit SHA (a pull request's head); up: apply it
+                         only if it is (else exit 2, plan_origin_mismatch)
+  --plan-run ID          with --plan-file and --plan-commit: preview: record the CI run that
+                         made the plan; up: apply it only if that run made it
   --summary-file PATH    preview/up/drift: write a Markdown summary for reviewers (no tokens);
                          without it, appended to GITHUB_STEP_SUMMARY when that is set
   --lock-timeout DUR     wait up to DUR (e.g. 90s, 10m) for a stack another run holds
@@ -106,6 +112,8 @@ export interface CliArgs {
   readonly summaryFile?: string;
   /** preview: where to record the changes it found; up: the reviewed changes it may apply. */
   readonly planFile?: string;
+  /** With planFile: the commit and CI run the plan is (preview) or must be (up) the preview of. */
+  readonly planOrigin?: PlanOrigin;
   readonly lockTimeoutMs?: number;
   readonly parallel?: number;
 }
@@ -124,6 +132,8 @@ const ONLY_WITH: Readonly<Record<string, readonly CliOperation[]>> = {
   "--refresh": ["preview", "up"],
   "--summary-file": ["preview", "up", "drift"],
   "--plan-file": ["preview", "up"],
+  "--plan-commit": ["preview", "up"],
+  "--plan-run": ["preview", "up"],
 };
 /** validate runs no engine: its help shows only these. */
 const VALIDATE_OPTIONS = ["--file", "--json", "--help", "--version"];
@@ -148,6 +158,8 @@ const PARSE_OPTIONS = {
   refresh: { type: "boolean", default: false },
   "summary-file": { type: "string" },
   "plan-file": { type: "string" },
+  "plan-commit": { type: "string" },
+  "plan-run": { type: "string" },
   "lock-timeout": { type: "string" },
   parallel: { type: "string" },
   help: { type: "boolean", short: "h", default: false },
@@ -247,6 +259,15 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     if (value !== undefined && value !== false && !operations.includes(op)) throw new UsageError(`${flag} goes with ${withList(operations)}`);
   }
   if (values["show-secrets"] && !values.json) throw new UsageError("--show-secrets goes with --json (tokens are never printed in tables)");
+  for (const [flag, value, pattern, what] of [
+    ["--plan-commit", values["plan-commit"], PLAN_COMMIT_PATTERN, "a commit's 40 (or 64) lowercase hex digits"],
+    ["--plan-run", values["plan-run"], PLAN_RUN_PATTERN, "a run id: digits, not starting with 0"],
+  ] as const) {
+    if (value === undefined) continue;
+    if (values["plan-file"] === undefined) throw new UsageError(`${flag} goes with --plan-file`);
+    if (!pattern.test(value)) throw new UsageError(`${flag} takes ${what}`);
+  }
+  if ((values["plan-commit"] === undefined) !== (values["plan-run"] === undefined)) throw new UsageError("--plan-commit and --plan-run go together");
   let parallel: number | undefined;
   if (values.parallel !== undefined) {
     parallel = Number(values.parallel);
@@ -276,6 +297,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs | CliInfoRequest 
     refresh: values.refresh ?? false,
     ...(values["summary-file"] !== undefined ? { summaryFile: values["summary-file"] } : {}),
     ...(values["plan-file"] !== undefined ? { planFile: values["plan-file"] } : {}),
+    ...(values["plan-commit"] !== undefined && values["plan-run"] !== undefined ? { planOrigin: { commit: values["plan-commit"], run: values["plan-run"] } } : {}),
     ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
     ...(parallel !== undefined ? { parallel } : {}),
   };

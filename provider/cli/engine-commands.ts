@@ -11,8 +11,8 @@ import { withCreateDetails } from "./change-lines";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { describeTakeover, explainLock } from "./lock-message";
 import { progressPrinter } from "./progress";
-import { MAX_PLAN_BYTES, parseReviewedPlan, PlanMismatchError, type PlannedChange, plannedChangesOf, planDifferences, type ReviewedPlan, reviewedPlanOf } from "./reviewed-plan";
-import { driftSummaryMarkdown, runSummaryMarkdown } from "./summary";
+import { MAX_PLAN_BYTES, parseReviewedPlan, PlanMismatchError, type PlannedChange, plannedChangesOf, planDifferences, type PlanOrigin, planFileText, planOriginMismatch, type ReviewedPlan, reviewedPlanOf, reviewSummaryMarkdown } from "./reviewed-plan";
+import { driftSummaryMarkdown } from "./summary";
 import { formatDriftTable, formatTable } from "./table";
 import { terminalMessage, terminalText } from "./terminal-text";
 
@@ -34,8 +34,8 @@ function writeSummary(args: CliArgs, io: CliIo, markdown: string): void {
   else if (io.env.GITHUB_STEP_SUMMARY) appendFileSync(io.env.GITHUB_STEP_SUMMARY, `${markdown}\n`);
 }
 
-/** The reviewed plan of `up --plan-file`: a bounded regular file, this command's format, this stack's. */
-function readReviewedPlan(file: string, stack: string): ReviewedPlan {
+/** The reviewed plan of `up --plan-file`: a bounded regular file, this command's format, this stack's, of the commit and run given. */
+function readReviewedPlan(file: string, stack: string, expected: PlanOrigin | undefined): ReviewedPlan {
   let text: string;
   try {
     text = readRegularFile(file, MAX_PLAN_BYTES, "plan file").toString("utf8");
@@ -46,6 +46,8 @@ function readReviewedPlan(file: string, stack: string): ReviewedPlan {
   const where = JSON.stringify(file.slice(0, 300));
   if (typeof plan === "string") throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} cannot be used: ${plan}. Nothing was changed.`);
   if (plan.stack !== stack) throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} is stack ${JSON.stringify(plan.stack)}'s, not "${stack}"'s. Nothing was changed.`);
+  const mismatch = planOriginMismatch(plan, expected);
+  if (mismatch !== undefined) throw new PlanMismatchError("plan_origin_mismatch", mismatch);
   return plan;
 }
 
@@ -127,6 +129,8 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
       writeSummary(args, io, driftSummaryMarkdown(report));
       return report.inSync ? EXIT_OK : EXIT_CHANGES;
     }
+    // up --plan-file: the reviewed plan (this stack's, of the commit and run given) is read before the engine runs at all.
+    const reviewed = args.operation === "up" && args.planFile !== undefined ? readReviewedPlan(args.planFile, args.stack, args.planOrigin) : undefined;
     // The whole set of a groups file on a fleet's stack would delete what the fleet made.
     if ((args.operation === "up" || args.operation === "destroy") && !args.force && (await isFleetStack(base))) {
       throw new FleetStackError(args.stack, args.operation);
@@ -149,7 +153,6 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
       }
     }
     // up --plan-file: a preview now must find exactly the reviewed changes before anything is applied.
-    const reviewed = args.operation === "up" && args.planFile !== undefined ? readReviewedPlan(args.planFile, args.stack) : undefined;
     if (reviewed !== undefined) {
       const now = await previewUserGroups(options(withGroups));
       endProgress();
@@ -158,11 +161,14 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     // A new group's row shows what it declares (from the groups file): what a reviewer approves.
     const result = withCreateDetails(await runOperation(args, io, options(withGroups)), groups);
     endProgress();
-    const plan = args.operation === "preview" || args.operation === "up" ? reviewedPlanOf(args.stack, plannedChangesOf(result, groups ?? [], resourceNameOf)) : undefined;
+    const plan =
+      args.operation === "preview" || args.operation === "up"
+        ? reviewedPlanOf(args.stack, plannedChangesOf(result, groups ?? [], resourceNameOf), args.operation === "preview" ? args.planOrigin : undefined)
+        : undefined;
     if (args.json) printJson(io, jsonDocument(result, args.showSecrets, plan?.digest));
     else io.stdout(`${formatTable(result)}${plan !== undefined && result.changed ? `\nchange set ${plan.digest}` : ""}\n`);
-    if (plan !== undefined) writeSummary(args, io, `${runSummaryMarkdown(result)}${result.changed ? `\nChange set \`${plan.digest}\`\n` : ""}`);
-    if (args.operation === "preview" && args.planFile !== undefined && plan !== undefined) writeFileReplacing(args.planFile, `${JSON.stringify(plan, null, 2)}\n`);
+    if (plan !== undefined) writeSummary(args, io, reviewSummaryMarkdown(result, plan));
+    if (args.operation === "preview" && args.planFile !== undefined && plan !== undefined) writeFileReplacing(args.planFile, planFileText(plan));
     // What was applied is checked too: a change that slipped in between the check and the up is named, loudly.
     if (reviewed !== undefined && plan !== undefined) assertAsReviewed(reviewed, plan.changes, "the up applied other changes than the reviewed ones");
     if (args.expectNoChanges && result.changed) {

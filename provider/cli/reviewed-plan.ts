@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { GroupSpec, RunResult } from "../automation/internal";
 import { UserGroupsError } from "../wire/errors";
+import { runSummaryMarkdown } from "./summary";
 import { terminalText } from "./terminal-text";
 
 /** One group's change as a reviewer saw it: never a token. */
@@ -22,12 +23,30 @@ export interface PlannedChange {
   readonly fields?: ReadonlyArray<{ readonly field: string; readonly old?: unknown; readonly new?: unknown }>;
 }
 
+/**
+ * What a plan is the preview of (issue #39 item 6): the commit (a pull request's head) and
+ * the CI run that made it. `up` checks them against the commit it applies and the run it
+ * took the plan from, so that a plan of an earlier push, or one carried from elsewhere, is
+ * never applied.
+ */
+export interface PlanOrigin {
+  /** A git commit: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits. */
+  readonly commit: string;
+  /** The CI run's id, digits (GitHub's `GITHUB_RUN_ID`). */
+  readonly run: string;
+}
+
 export interface ReviewedPlan {
   readonly schemaVersion: 1;
   readonly stack: string;
   readonly digest: string;
+  /** Absent when the preview was given no --plan-commit/--plan-run. */
+  readonly origin?: PlanOrigin;
   readonly changes: readonly PlannedChange[];
 }
+
+export const PLAN_COMMIT_PATTERN = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+export const PLAN_RUN_PATTERN = /^[1-9][0-9]{0,19}$/;
 
 /** A plan file is outside input (a CI artifact): bounded and checked before it decides anything. */
 export const MAX_PLAN_BYTES = 16 * 1024 * 1024;
@@ -42,6 +61,7 @@ const reviewedPlanSchema = z.strictObject({
   schemaVersion: z.literal(1),
   stack: z.string().min(1).max(400),
   digest: z.string().regex(/^sha256:[A-Za-z0-9_-]{43}$/),
+  origin: z.strictObject({ commit: z.string().regex(PLAN_COMMIT_PATTERN), run: z.string().regex(PLAN_RUN_PATTERN) }).optional(),
   changes: z.array(plannedChangeSchema).max(100_000),
 });
 
@@ -87,8 +107,39 @@ export function changesDigest(stack: string, changes: readonly PlannedChange[]):
   return `sha256:${createHash("sha256").update(canonical({ stack, changes })).digest("base64url")}`;
 }
 
-export function reviewedPlanOf(stack: string, changes: readonly PlannedChange[]): ReviewedPlan {
-  return { schemaVersion: 1, stack, digest: changesDigest(stack, changes), changes };
+export function reviewedPlanOf(stack: string, changes: readonly PlannedChange[], origin?: PlanOrigin): ReviewedPlan {
+  return { schemaVersion: 1, stack, digest: changesDigest(stack, changes), ...(origin !== undefined ? { origin } : {}), changes };
+}
+
+/** The plan file's text, as `preview --plan-file` writes it. */
+export function planFileText(plan: ReviewedPlan): string {
+  return `${JSON.stringify(plan, null, 2)}\n`;
+}
+
+/** The Markdown summary of a preview or up, with the digest of its change set when anything changes. */
+export function reviewSummaryMarkdown(result: RunResult, plan: ReviewedPlan): string {
+  return `${runSummaryMarkdown(result)}${result.changed ? `\nChange set \`${plan.digest}\`\n` : ""}`;
+}
+
+/**
+ * Why a plan is not the preview of the commit being applied, made by the run it was taken
+ * from; undefined when it is (or nothing is expected). Says what to do: preview that commit
+ * again and apply its plan.
+ */
+export function planOriginMismatch(plan: ReviewedPlan, expected: PlanOrigin | undefined): string | undefined {
+  if (expected === undefined) return undefined;
+  const again = `Nothing was changed. Preview commit ${expected.commit} (re-run the preview of its pull request), have it reviewed, and apply that plan.`;
+  const origin = plan.origin;
+  if (origin === undefined) {
+    return `The plan file names no commit or run (its preview was given no --plan-commit and --plan-run), so it cannot be shown to be the preview of commit ${expected.commit}. ${again}`;
+  }
+  if (origin.commit !== expected.commit) {
+    return `The plan file is the preview of commit ${origin.commit} (run ${origin.run}), but commit ${expected.commit} is being applied: its last push was not previewed (the preview was cancelled, failed, or was still running at the merge). ${again}`;
+  }
+  if (origin.run !== expected.run) {
+    return `The plan file was made by run ${origin.run}, not by run ${expected.run} it was taken from: it is not that run's preview of commit ${expected.commit}. ${again}`;
+  }
+  return undefined;
 }
 
 /** A plan file's text, checked: its shape, and its digest against its own changes (a hand-edited file is refused). */
@@ -128,10 +179,10 @@ export function planDifferences(reviewed: readonly PlannedChange[], now: readonl
   return lines;
 }
 
-/** `up --plan-file` refused: the plan file is not one, or the changes are not the reviewed ones. */
+/** `up --plan-file` refused: the plan file is not one, is another commit's or run's, or the changes are not the reviewed ones. */
 export class PlanMismatchError extends UserGroupsError {
   constructor(
-    code: "plan_mismatch" | "plan_file_invalid",
+    code: "plan_mismatch" | "plan_file_invalid" | "plan_origin_mismatch",
     message: string,
     readonly differences: readonly string[] = [],
     /** The up had already applied its changes when the difference was found (a failure, not a refusal). */

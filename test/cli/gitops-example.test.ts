@@ -6,11 +6,14 @@
 // backend, the pull request's comments kept in a file. And the workflow as a
 // team would adopt it: actionlint (with shellcheck) and zizmor find nothing.
 import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import yaml from "js-yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { type GroupSpec, resourceNameOf, type RunResult } from "../../provider/automation/internal";
+import { withCreateDetails } from "../../provider/cli/change-lines";
+import { parseReviewedPlan, planFileText, plannedChangesOf, type PlanOrigin, type ReviewedPlan, reviewedPlanOf, reviewSummaryMarkdown } from "../../provider/cli/reviewed-plan";
 import { REPO_ROOT } from "../support/pulumi-env";
 import { useStackFixture } from "../support/stack-fixture";
 import { USER_GROUPS_CLI } from "../support/user-groups-cli";
@@ -27,9 +30,14 @@ const SECRETS: Record<string, string> = {
 };
 const PR_NUMBER = "42";
 const REPOSITORY = "acme/groups";
+/** The pull request's last commit (what its preview is of, and what its merge brings), and the merge commit on main. */
+const PR_HEAD = "4d2c0ffee4d2c0ffee4d2c0ffee4d2c0ffee0042";
+const MERGE_SHA = "0123456789abcdef0123456789abcdef01234567";
+const WORKFLOW_ID = 77;
 
 type Env = Record<string, string>;
 interface Step {
+  id?: string;
   name?: string;
   if?: string;
   uses?: string;
@@ -65,7 +73,9 @@ const { server, env } = useStackFixture({
   ],
 });
 let binDir: string;
+/** The repository on GitHub, as the github-script runner sees it: the pull request's comments, the workflow's runs and their artifacts. */
 let commentsStore: string;
+let artifactsDir: string;
 let jobs = 0;
 
 /** Who opened the pull request, and what GitHub gives its jobs. */
@@ -75,36 +85,49 @@ interface JobContext {
   readonly secrets?: Record<string, string>;
   /** A push to main that no pull request merged (the apply job finds no reviewed plan). */
   readonly noPullRequest?: boolean;
+  /** The pull request's head commit when this job runs (default PR_HEAD): a preview is of it, an apply merged it. */
+  readonly head?: string;
 }
 
-/** GitHub's `${{ ... }}` for the contexts the workflow uses; anything else fails the test. A missing secret is "", as on GitHub. */
-function evaluate(value: string, vars: Env, context: JobContext): string {
+/** What one job run has of its own: its run id, its $RUNNER_TEMP, its steps' outputs. */
+interface RunScope {
+  readonly runId: string;
+  readonly runnerTemp: string;
+  readonly outputs: Record<string, Record<string, string>>;
+}
+
+/** GitHub's `${{ ... }}` for the contexts the workflow uses; anything else fails the test. A missing secret or output is "", as on GitHub. */
+function evaluate(value: string, vars: Env, context: JobContext, scope?: RunScope): string {
   const secrets = context.fork ? {} : { ...SECRETS, ...context.secrets };
   return value.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_all, expression: string) => {
     const [name, field] = expression.split(/\.(.*)/s);
     if (name === "secrets") return secrets[field!] ?? "";
     if (name === "vars") return vars[field!] ?? "";
+    const output = /^steps\.([\w-]+)\.outputs\.([\w-]+)$/.exec(expression);
+    if (output !== null && scope !== undefined) return scope.outputs[output[1]!]?.[output[2]!] ?? "";
     const known: Record<string, string> = {
       "github.token": "github-token-for-the-job",
       "github.event.pull_request.number": PR_NUMBER,
       "github.event.pull_request.head.repo.full_name != github.repository": String(context.fork === true),
+      "github.event.pull_request.head.sha": context.head ?? PR_HEAD,
       "github.server_url": "https://github.com",
       "github.repository": REPOSITORY,
-      "github.run_id": "1234",
+      ...(scope !== undefined ? { "github.run_id": scope.runId, "runner.temp": scope.runnerTemp } : {}),
     };
     if (known[expression] !== undefined) return known[expression]!;
     throw new Error(`the test does not know the expression ${expression}`);
   });
 }
 
-function evaluated(values: Env | undefined, vars: Env, context: JobContext): Env {
-  return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, evaluate(String(v), vars, context)]));
+function evaluated(values: Env | Record<string, unknown> | undefined, vars: Env, context: JobContext, scope?: RunScope): Env {
+  return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, evaluate(String(v), vars, context, scope)]));
 }
 
-/** Whether a step runs after an earlier one failed: only with `!cancelled()` (or always()). Any other condition fails the test. */
-function runsAfterFailure(condition: string | undefined): boolean {
-  if (condition === undefined) return false;
+/** Whether a step runs: by default only while nothing failed; `!cancelled()` (or always()) also after a failure; `env.FROM_FORK != 'true'`. Any other condition fails the test. */
+function stepRuns(condition: string | undefined, failed: boolean, env: Env): boolean {
+  if (condition === undefined) return !failed;
   if (/^\$\{\{\s*(!cancelled\(\)|always\(\))\s*\}\}$/.test(condition)) return true;
+  if (condition === "env.FROM_FORK != 'true'") return !failed && env.FROM_FORK !== "true";
   throw new Error(`the test does not know the step condition ${condition}`);
 }
 
@@ -115,6 +138,47 @@ interface JobRun {
   stepSummary: string;
   /** What environment each step ran with (for the least-privilege checks). */
   stepEnvs: Env[];
+  runId: string;
+  runnerTemp: string;
+}
+
+interface Artifact {
+  id: number;
+  name: string;
+  expired: boolean;
+  workflow_run: { id: number; head_sha: string };
+  /** Where the test keeps its content. */
+  file: string;
+}
+interface GitHubStore {
+  nextId: number;
+  comments: Comment[];
+  runs?: Record<string, { id: number; workflow_id: number; event: string; head_sha: string; html_url: string }>;
+  artifacts?: Artifact[];
+}
+const readStore = (): GitHubStore => JSON.parse(readFileSync(commentsStore, "utf8")) as GitHubStore;
+const writeStore = (store: GitHubStore) => writeFileSync(commentsStore, JSON.stringify(store, null, 2));
+
+/** actions/upload-artifact: the file at `path` kept as this run's artifact `name` (a second one replaces the first, as `overwrite: true`). */
+function uploadArtifact(inputs: Env, scope: RunScope, head: string): { code: number; output: string; artifactId?: string } {
+  if (!existsSync(inputs.path!)) return inputs["if-no-files-found"] === "error" ? { code: 1, output: `No files were found with the provided path: ${inputs.path}. No artifacts will be uploaded.\n` } : { code: 0, output: "" };
+  const store = readStore();
+  const id = 9000 + (store.artifacts?.length ?? 0);
+  const file = path.join(artifactsDir, String(id));
+  copyFileSync(inputs.path!, file);
+  const artifacts = (store.artifacts ?? []).filter((a) => !(a.workflow_run.id === Number(scope.runId) && a.name === inputs.name));
+  artifacts.push({ id, name: inputs.name!, expired: false, workflow_run: { id: Number(scope.runId), head_sha: head }, file });
+  writeStore({ ...store, artifacts });
+  return { code: 0, output: `Artifact ${inputs.name} has been successfully uploaded! Artifact ID is ${id}\n`, artifactId: String(id) };
+}
+
+/** actions/download-artifact with run-id and github-token: the artifact `name` of that run, into `path`, or the action's failure. */
+function downloadArtifact(inputs: Env, uploadedName: (name: string) => string): { code: number; output: string } {
+  const artifact = readStore().artifacts?.find((a) => a.workflow_run.id === Number(inputs["run-id"]) && a.name === inputs.name && !a.expired);
+  if (artifact === undefined) return { code: 1, output: `Unable to download artifact(s): Artifact not found for name: ${inputs.name}\n` };
+  mkdirSync(inputs.path!, { recursive: true });
+  copyFileSync(artifact.file, path.join(inputs.path!, uploadedName(inputs.name!)));
+  return { code: 0, output: "" };
 }
 
 function exec(command: string, args: string[], cwd: string, stepEnv: Env): Promise<{ code: number; output: string }> {
@@ -123,8 +187,17 @@ function exec(command: string, args: string[], cwd: string, stepEnv: Env): Promi
   });
 }
 
-/** One job: a fresh copy of the repository, then each `run:` line (npm ci is what the shim on PATH stands for) and github-script step. */
-async function runJob(job: string, context: JobContext = {}, edit?: (checkout: string) => void): Promise<JobRun> {
+/** The event that starts each job (what GitHub's API says of its run). */
+const EVENT_OF: Record<string, string> = { preview: "pull_request", apply: "push", heal: "workflow_dispatch", drift: "schedule" };
+
+/** One job: a fresh copy of the repository, then each `run:` line (npm ci is what the shim on PATH stands for), github-script step and artifact step. */
+async function runJob(
+  job: string,
+  context: JobContext = {},
+  edit?: (checkout: string) => void,
+  /** Only the steps of these names (the others skipped), after `prepare` filled $RUNNER_TEMP: a step tried without an engine run. */
+  part?: { only: readonly string[]; prepare?: (runnerTemp: string) => void },
+): Promise<JobRun> {
   const spec = workflow.jobs[job];
   if (!spec) throw new Error(`no job ${job}`);
   const checkout = path.join(env.workDir, "..", "checkouts", `${job}-${++jobs}`);
@@ -134,6 +207,12 @@ async function runJob(job: string, context: JobContext = {}, edit?: (checkout: s
   const stepSummary = path.join(checkout, "..", `${job}-${jobs}-summary.md`);
   const runnerTemp = path.join(checkout, "..", `${job}-${jobs}-runner-temp`);
   mkdirSync(runnerTemp);
+  part?.prepare?.(runnerTemp);
+  // This run, as GitHub's API shows it: a preview is a pull-request run of the pull request's head commit.
+  const scope: RunScope = { runId: String(1233 + jobs), runnerTemp, outputs: {} };
+  const head = job === "preview" ? (context.head ?? PR_HEAD) : MERGE_SHA;
+  const store = readStore();
+  writeStore({ ...store, runs: { ...store.runs, [scope.runId]: { id: Number(scope.runId), workflow_id: WORKFLOW_ID, event: EVENT_OF[job]!, head_sha: head, html_url: `https://github.com/${REPOSITORY}/actions/runs/${scope.runId}` } } });
   const vars = { PULUMI_BACKEND_URL: `file://${env.backendDir}`, USER_GROUPS_BASE_URL: server.url };
   // What a runner provides (setup-node's node first on PATH), and nothing of this process's environment.
   const runner: Env = {
@@ -144,24 +223,49 @@ async function runJob(job: string, context: JobContext = {}, edit?: (checkout: s
     GITHUB_STEP_SUMMARY: stepSummary,
     GITHUB_PATH: path.join(checkout, "..", `${job}-${jobs}-path`),
     GITHUB_REPOSITORY: REPOSITORY,
+    GITHUB_RUN_ID: scope.runId,
     RUNNER_TEMP: runnerTemp,
   };
-  const result: JobRun = { code: 0, output: "", checkout, stepSummary, stepEnvs: [] };
+  const result: JobRun = { code: 0, output: "", checkout, stepSummary, stepEnvs: [], runId: scope.runId, runnerTemp };
+  const jobEnv = { ...evaluated(workflow.env, vars, context, scope), ...evaluated(spec.env, vars, context, scope) };
   for (const step of spec.steps) {
-    if (result.code !== 0 && !runsAfterFailure(step.if)) continue;
-    if (result.code === 0 && step.if !== undefined) runsAfterFailure(step.if); // a condition the test knows
+    if (!stepRuns(step.if, result.code !== 0, jobEnv)) continue;
+    if (part !== undefined && !part.only.includes(step.name ?? "")) continue;
     const script = step.uses?.startsWith("actions/github-script@") ? String(step.with?.script) : undefined;
-    if (script === undefined && (step.run === undefined || step.run.startsWith("npm ci"))) continue;
-    const stepEnv = { ...runner, ...evaluated(workflow.env, vars, context), ...evaluated(spec.env, vars, context), ...evaluated(step.env, vars, context) };
+    const artifactStep = step.uses?.startsWith("actions/upload-artifact@") || step.uses?.startsWith("actions/download-artifact@");
+    if (script === undefined && !artifactStep && (step.run === undefined || step.run.startsWith("npm ci"))) continue;
+    const stepEnv = { ...runner, ...jobEnv, ...evaluated(step.env, vars, context, scope) };
     result.stepEnvs.push(stepEnv);
     let ran: { code: number; output: string };
-    if (script !== undefined) {
+    if (step.uses?.startsWith("actions/upload-artifact@")) {
+      const uploaded = uploadArtifact(evaluated(step.with, vars, context, scope), scope, head);
+      if (uploaded.artifactId !== undefined && step.id !== undefined) scope.outputs[step.id] = { "artifact-id": uploaded.artifactId };
+      ran = uploaded;
+    } else if (step.uses?.startsWith("actions/download-artifact@")) {
+      const inputs = evaluated(step.with, vars, context, scope);
+      // The token the action is given, exactly: the job's own.
+      expect(inputs["github-token"]).toBe("github-token-for-the-job");
+      // Where the preview job's upload step took the file from: the artifact holds that one file.
+      const upload = workflow.jobs.preview!.steps.find((s) => s.uses?.startsWith("actions/upload-artifact@"))!;
+      ran = downloadArtifact(inputs, () => path.basename(String(upload.with?.path)));
+    } else if (script !== undefined) {
       const scriptFile = path.join(runnerTemp, `github-script-${result.stepEnvs.length}.js`);
+      const outputFile = path.join(runnerTemp, `github-output-${result.stepEnvs.length}`);
       writeFileSync(scriptFile, script);
+      writeFileSync(outputFile, "");
       // As the action: its token, and PR_NUMBER only to tell the runner which pull request it is.
       // A push's commit: the pull request it came from is merged (unless the test says no pull request merged it).
-      const pushed = { GITHUB_SHA: "0123456789abcdef0123456789abcdef01234567", ...(context.noPullRequest ? {} : { MERGED_PR: PR_NUMBER }) };
-      ran = await exec(process.execPath, [GITHUB_SCRIPT_RUNNER, scriptFile, commentsStore], checkout, { ...stepEnv, ...pushed, PR_NUMBER, GITHUB_TOKEN: evaluate("${{ github.token }}", vars, context) });
+      const pushed = { GITHUB_SHA: MERGE_SHA, MERGED_HEAD_SHA: context.head ?? PR_HEAD, ...(context.noPullRequest ? {} : { MERGED_PR: PR_NUMBER }) };
+      ran = await exec(process.execPath, [GITHUB_SCRIPT_RUNNER, scriptFile, commentsStore], checkout, {
+        ...stepEnv,
+        ...pushed,
+        PR_NUMBER,
+        GITHUB_OUTPUT: outputFile,
+        GITHUB_TOKEN: evaluate("${{ github.token }}", vars, context),
+      });
+      if (step.id !== undefined) {
+        scope.outputs[step.id] = Object.fromEntries(readFileSync(outputFile, "utf8").split("\n").filter(Boolean).map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]));
+      }
     } else {
       ran = await exec("bash", ["-e", "-c", step.run!], checkout, stepEnv);
     }
@@ -183,6 +287,38 @@ function comments(): Comment[] {
 }
 
 const MARKER = "<!-- user-groups-preview -->";
+/** GitHub refuses a comment body over this many characters. */
+const COMMENT_LIMIT = 65_536;
+
+/** `n` new groups, each with a mapping and properties, as a groups file declares them. */
+function newGroups(n: number): GroupSpec[] {
+  return Array.from({ length: n }, (_, i) => ({
+    name: `Customer ${String(i).padStart(4, "0")} Holding GmbH`,
+    userGroupId: `customer-${String(i).padStart(4, "0")}`,
+    mapping: { sales: "warehouse-eu", finance: `ledger-${i % 7}` },
+    properties: { region: i % 2 ? "eu" : "us", plan: "enterprise", seats: 10 + i },
+  }));
+}
+
+/** What `preview --summary-file --plan-file` writes for `n` new groups (the command's own pure functions, no engine). */
+function previewFiles(specs: readonly GroupSpec[], origin: PlanOrigin): { summary: string; plan: string } {
+  const groups = specs.map((spec) => ({ resourceName: resourceNameOf(spec), userGroupId: spec.userGroupId, change: "create" as const }));
+  const result: RunResult = withCreateDetails(
+    { operation: "preview", stack: "prod", backendUrl: "file:///state", changed: true, summary: { create: specs.length, update: 0, replace: 0, delete: 0, same: 3 }, groups },
+    specs,
+  );
+  const plan = reviewedPlanOf("prod", plannedChangesOf(result, specs, resourceNameOf), origin);
+  return { summary: reviewSummaryMarkdown(result, plan), plan: planFileText(plan) };
+}
+
+/** The plan a run kept as its artifact, checked as `up --plan-file` checks it. */
+function planOf(runId: string): ReviewedPlan {
+  const artifact = readStore().artifacts?.find((a) => a.workflow_run.id === Number(runId) && a.name === "user-groups-plan");
+  expect(artifact, `run ${runId} kept no plan`).toBeDefined();
+  const plan = parseReviewedPlan(readFileSync(artifact!.file, "utf8"));
+  if (typeof plan === "string") throw new Error(`run ${runId}'s plan: ${plan}`);
+  return plan;
+}
 const botComments = () => comments().filter((c) => c.user.login === "github-actions[bot]" && c.body.startsWith(MARKER));
 
 beforeAll(async () => {
@@ -195,7 +331,9 @@ beforeAll(async () => {
   // The pull request already has a long discussion: 150 comments by people, one of them quoting the marker.
   commentsStore = path.join(env.workDir, "..", "pull-request-comments.json");
   const human = (id: number, body: string): Comment => ({ id, issue_number: Number(PR_NUMBER), user: { login: "reviewer" }, body });
-  writeFileSync(commentsStore, JSON.stringify({ nextId: 151, comments: Array.from({ length: 150 }, (_, i) => human(i + 1, i === 7 ? `${MARKER} quoted by a person` : `comment ${i + 1}`)) }));
+  artifactsDir = path.join(env.workDir, "..", "artifacts");
+  mkdirSync(artifactsDir, { recursive: true });
+  writeFileSync(commentsStore, JSON.stringify({ nextId: 151, runs: {}, artifacts: [], comments: Array.from({ length: 150 }, (_, i) => human(i + 1, i === 7 ? `${MARKER} quoted by a person` : `comment ${i + 1}`)) }));
 });
 
 const apiKeys = Object.entries(SECRETS).filter(([name]) => name !== "PULUMI_CONFIG_PASSPHRASE");
@@ -209,7 +347,7 @@ describe("examples/gitops workflow", () => {
     expect(secretsOf("apply")).toEqual(["PULUMI_CONFIG_PASSPHRASE", "USER_GROUPS_API_KEY", "USER_GROUPS_API_KEY_TESTING"]);
     expect(workflow.permissions).toEqual({});
     expect(workflow.jobs.preview?.permissions).toEqual({ contents: "read", "pull-requests": "write" });
-    expect(workflow.jobs.apply?.permissions).toEqual({ contents: "read", "pull-requests": "read" });
+    expect(workflow.jobs.apply?.permissions).toEqual({ contents: "read", "pull-requests": "read", actions: "read" });
     expect(workflow.jobs.heal?.permissions).toEqual({ contents: "read" });
     expect(workflow.jobs.heal?.environment).toBe("production");
     expect(workflow.jobs.drift?.permissions).toEqual({ contents: "read" });
@@ -237,7 +375,7 @@ describe("examples/gitops workflow", () => {
       expect(pulumi?.with, name).toEqual({ "pulumi-version": lock.packages["node_modules/@pulumi/pulumi"]!.version });
       for (const step of job.steps.filter((s) => s.run?.includes("npm ci"))) expect(step.run, name).toMatch(/^npm ci --ignore-scripts /);
     }
-    expect(workflowText.match(/uses: \S+@[0-9a-f]{40} # v\d+\.\d+\.\d+\n/g)).toHaveLength(14);
+    expect(workflowText.match(/uses: \S+@[0-9a-f]{40} # v\d+\.\d+\.\d+\n/g)).toHaveLength(16);
     // Everything that changes what is applied triggers the preview and the apply.
     const paths = ["groups.yaml", ".user-groups/**", "package.json", "package-lock.json", ".github/workflows/user-groups.yml"];
     expect((workflow.on.pull_request as { paths: string[] }).paths).toEqual(paths);
@@ -255,9 +393,15 @@ describe("examples/gitops workflow", () => {
     expect(more).toEqual([]);
     expect(comment!.body).toContain("**3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged**");
     expect(comment!.body).toContain('| default.acme | create | new group; name: "Acme Corp"; userGroupId: "acme"; mapping.sales: "warehouse-eu"; properties.plan: "enterprise"; properties.region: "eu" |');
-    // The summary, and the plan it showed (base64 in an HTML comment) for the apply on merge.
-    expect(comment!.body).toMatch(/\n<!-- user-groups-plan:[A-Za-z0-9+/=]+ -->\n$/);
-    expect(comment!.body.replace(/\n<!-- user-groups-plan:[A-Za-z0-9+/=]+ -->\n$/, "")).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
+    // The summary, then the commit and run of the plan it showed; the plan itself is that run's artifact.
+    const footer = new RegExp(
+      `\nPreview of commit ${PR_HEAD}\\. The full plan \\(every change, as JSON\\) is the artifact \\[\`user-groups-plan\`\\]\\(https://github\\.com/acme/groups/actions/runs/${preview.runId}/artifacts/\\d+\\) of \\[run ${preview.runId}\\]\\([^)]+\\): merging applies exactly it, and nothing if the pull request's last commit was not previewed\\.\n<!-- user-groups-plan commit=${PR_HEAD} run=${preview.runId} -->\n$`,
+    );
+    expect(comment!.body).toMatch(footer);
+    expect(comment!.body.replace(footer, "")).toBe(`${MARKER}\n${readFileSync(preview.stepSummary, "utf8")}`);
+    const plan = planOf(preview.runId);
+    expect(plan.origin).toEqual({ commit: PR_HEAD, run: preview.runId });
+    expect(plan.changes.map((c) => c.resourceName)).toEqual(["default.acme", "default.globex", "testing.acme"]);
 
     // The next push: the same comment, now saying what this push would do.
     const again = await runJob("preview", {}, (checkout) =>
@@ -296,6 +440,53 @@ describe("examples/gitops workflow", () => {
     expect(server.groups()).toEqual([]);
   });
 
+  it("refuses a merge whose last push was not previewed, a plan of another run, and a plan gone, saying so and what to do: nothing changes", async () => {
+    // The comment and the artifact are those of the preview above, of PR_HEAD.
+    const [comment] = botComments();
+    const previewRun = /run=(\d+) -->/.exec(comment!.body)![1]!;
+    const again = (head: string) => `re-run the preview of pull request #42's last commit ${head} (its checks), have it reviewed, then re-run this job`;
+
+    // A push after the last preview (cancelled, failed or still running when merged): the merge brings another commit.
+    const later = "feedfacefeedfacefeedfacefeedfacefeedface";
+    const unpreviewed = await runJob("apply", { head: later });
+    expect(unpreviewed.code).toBe(1);
+    expect(unpreviewed.output).toContain(`The plan on pull request #42 is the preview of commit ${PR_HEAD}, but the pull request merged commit ${later}: its last push was not previewed`);
+    expect(unpreviewed.output).toContain(again(later));
+
+    // A comment naming a run that is not a pull-request run of that commit (here: an apply's push run).
+    const edit = (change: (store: GitHubStore) => void) => {
+      const store = readStore();
+      change(store);
+      writeStore(store);
+    };
+    const setRun = (run: string) => edit((store) => (store.comments.find((c) => c.id === comment!.id)!.body = comment!.body.replace(/run=\d+ -->/, `run=${run} -->`)));
+    setRun(unpreviewed.runId);
+    const otherRun = await runJob("apply");
+    expect(otherRun.code).toBe(1);
+    expect(otherRun.output).toContain(`names run ${unpreviewed.runId}, which is not this workflow's preview of commit ${PR_HEAD} (it is a push run of commit ${MERGE_SHA}). Nothing was applied.`);
+    setRun(previewRun);
+
+    // The artifact expired (the repository's retention) before the merge.
+    const expire = (expired: boolean) => edit((store) => store.artifacts!.filter((a) => a.workflow_run.id === Number(previewRun)).forEach((a) => (a.expired = expired)));
+    expire(true);
+    const gone = await runJob("apply");
+    expect(gone.code).toBe(1);
+    expect(gone.output).toContain(`The plan of pull request #42 (the artifact user-groups-plan of run ${previewRun}) is gone: it expired (the repository's artifact retention). Nothing was applied. To apply it: ${again(PR_HEAD)}`);
+    expire(false);
+
+    // The artifact holds a plan that another run made: `up` refuses it before the engine runs (exit 2).
+    const artifact = readStore().artifacts!.find((a) => a.workflow_run.id === Number(previewRun))!;
+    const original = readFileSync(artifact.file, "utf8");
+    writeFileSync(artifact.file, JSON.stringify({ ...(JSON.parse(original) as object), origin: { commit: PR_HEAD, run: "999" } }));
+    const carried = await runJob("apply");
+    writeFileSync(artifact.file, original);
+    expect(carried.code).toBe(2);
+    expect(carried.output).toContain(`The plan file was made by run 999, not by run ${previewRun} it was taken from`);
+    expect(carried.output).toContain(`Preview commit ${PR_HEAD} (re-run the preview of its pull request), have it reviewed, and apply that plan.`);
+    expect(server.groups()).toEqual([]);
+    expect(server.journal().filter((e) => e.method !== "GET")).toEqual([]);
+  });
+
   it("applies on the main branch, in a fresh copy of the repository", async () => {
     const apply = await runJob("apply");
     expect(apply.code, apply.output).toBe(0);
@@ -309,7 +500,9 @@ describe("examples/gitops workflow", () => {
     expect(failed.code).toBe(1);
     expect(failed.output).toMatch(/The passphrase does not decrypt the secrets of stack "prod"/);
     expect(botComments()).toHaveLength(1);
-    expect(botComments()[0]!.body).toBe(`${MARKER}\n### user-groups: preview failed\n\nNothing was previewed; see [the job log](https://github.com/acme/groups/actions/runs/1234).\n`);
+    expect(botComments()[0]!.body).toBe(
+      `${MARKER}\n### user-groups: preview failed\n\nNothing was previewed; see [the job log](https://github.com/acme/groups/actions/runs/${failed.runId}). Merging now applies nothing: push again, or re-run this job, to preview.\n`,
+    );
   });
 
   it("passes the nightly drift check with read-only keys, fails it after an out-of-band delete, and the heal a person starts heals", async () => {
@@ -340,6 +533,78 @@ describe("examples/gitops workflow", () => {
     const all = [preview.output, ...comments().map((c) => c.body), existsSync(preview.stepSummary) ? readFileSync(preview.stepSummary, "utf8") : ""].join("\n");
     for (const [, key] of apiKeys) expect(all).not.toContain(key);
     expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
+  });
+});
+
+describe("examples/gitops workflow: the plan travels at any size", () => {
+  const POST = ["Keep the plan for the merge", "Post the preview to the pull request"];
+  const FIND = ["Find the reviewed plan", "Download the reviewed plan"];
+
+  /** The preview job's last two steps on what the command wrote, then the apply job's first two: the comment, and the plan the apply gets. */
+  async function carry(files: (runId: string) => { summary: string; plan?: string }) {
+    let written: { summary: string; plan?: string } | undefined;
+    const preview = await runJob("preview", {}, undefined, {
+      only: POST,
+      prepare: (runnerTemp) => {
+        written = files(String(1233 + jobs));
+        writeFileSync(path.join(runnerTemp, "preview.md"), written.summary);
+        if (written.plan !== undefined) writeFileSync(path.join(runnerTemp, "user-groups-plan.json"), written.plan);
+      },
+    });
+    const body = botComments()[0]!.body;
+    const apply = await runJob("apply", {}, undefined, { only: FIND });
+    const received = path.join(apply.runnerTemp, "reviewed", "user-groups-plan.json");
+    return { preview, body, apply, written: written!, received: existsSync(received) ? readFileSync(received, "utf8") : undefined };
+  }
+
+  // 140: the issue's comment of 68,060 characters (summary and plan inline); 250: the plan of 65 KB that was dropped.
+  for (const [n, truncated] of [[140, false], [250, true], [1000, true]] as const) {
+    it(`${n} new groups: the comment stays under ${COMMENT_LIMIT} characters${truncated ? ", says it is truncated and where the full plan is" : ""}; the apply gets the whole plan`, async () => {
+      const specs = newGroups(n);
+      const { preview, body, apply, written, received } = await carry((run) => previewFiles(specs, { commit: PR_HEAD, run }));
+      expect(preview.code, preview.output).toBe(0);
+      // The plan alone is larger than a comment would carry (the issue: 65,019 bytes for 250 groups).
+      expect(written.plan!.length).toBeGreaterThan(n * 200);
+      expect(body.length).toBeLessThanOrEqual(COMMENT_LIMIT);
+      expect(body).toContain(`**${n} to create, 0 to update, 0 to replace, 0 to delete, 3 unchanged**`);
+      expect(body).toContain(`<!-- user-groups-plan commit=${PR_HEAD} run=${preview.runId} -->`);
+      if (truncated) {
+        expect(body).toMatch(/\n\.\.\. and \d+ more\n/);
+        expect(body).toContain(`**This summary is truncated**: the full plan is the artifact [\`user-groups-plan\`](https://github.com/acme/groups/actions/runs/${preview.runId}/artifacts/`);
+      } else {
+        expect(body).not.toContain("truncated");
+        expect(body).toContain(`| default.customer-${String(n - 1).padStart(4, "0")} | create |`);
+      }
+      expect(apply.code, apply.output).toBe(0);
+      expect(received).toBe(written.plan);
+      const plan = parseReviewedPlan(received!);
+      expect(typeof plan === "string" ? plan : plan.changes.length).toBe(n);
+    });
+  }
+
+  it("a summary longer than a comment (another version's) is cut at a line, saying how much and where the full plan is", async () => {
+    const rows = Array.from({ length: 1500 }, (_, i) => `| default.group-${i} | create | new group; name: "${"x".repeat(40)}" |`);
+    const summary = ["### user-groups: Preview of stack `prod`", "", "**1500 to create**", "", "| Group | Change | What changes |", "| --- | --- | --- |", ...rows, ""].join("\n");
+    expect(summary.length).toBeGreaterThan(COMMENT_LIMIT);
+    const { preview, body } = await carry((run) => ({ summary, plan: planFileText(reviewedPlanOf("prod", [], { commit: PR_HEAD, run })) }));
+    expect(preview.code, preview.output).toBe(0);
+    expect(body.length).toBeLessThanOrEqual(COMMENT_LIMIT);
+    expect(body.length).toBeGreaterThan(COMMENT_LIMIT - 200);
+    const shown = body.split("\n").filter((line) => line.startsWith("| default.group-")).length;
+    expect(body).toContain(`| default.group-${shown - 1} | create | new group; name: "${"x".repeat(40)}" |\n\n**This summary is truncated** (${1500 - shown} more lines not shown): the full plan is the artifact`);
+    expect(body).toContain(`<!-- user-groups-plan commit=${PR_HEAD} run=${preview.runId} -->`);
+  });
+
+  it("a preview that kept no plan says the preview failed, and the merge applies nothing", async () => {
+    const { preview, body, apply, received } = await carry(() => ({ summary: "### user-groups: Preview of stack `prod`\n" }));
+    // The upload step fails (no plan file), the comment step still runs.
+    expect(preview.code).toBe(1);
+    expect(preview.output).toContain("No files were found with the provided path");
+    expect(body).toContain("### user-groups: preview failed");
+    expect(body).not.toContain("user-groups-plan commit=");
+    expect(apply.code).toBe(1);
+    expect(apply.output).toContain("Pull request #42 has no preview plan (its last preview failed or did not run): nothing was applied. To apply it: re-run the preview");
+    expect(received).toBeUndefined();
   });
 });
 

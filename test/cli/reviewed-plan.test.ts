@@ -7,7 +7,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
-import { changesDigest, parseReviewedPlan, planDifferences, type PlannedChange, reviewedPlanOf } from "../../provider/cli/reviewed-plan";
+import { parseCliArgs } from "../../provider/cli/args";
+import { changesDigest, parseReviewedPlan, planDifferences, type PlannedChange, planOriginMismatch, reviewedPlanOf } from "../../provider/cli/reviewed-plan";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -61,6 +62,40 @@ describe("the reviewed plan", () => {
     ]);
   });
 
+  it("records the commit and run it is the preview of, and is refused for another commit, another run, or none", () => {
+    const head = "a".repeat(40);
+    const plan = reviewedPlanOf("prod", [rename, create], { commit: head, run: "1234" });
+    const parsed = parseReviewedPlan(JSON.stringify(plan));
+    expect(parsed).toEqual(plan);
+    expect((parsed as typeof plan).origin).toEqual({ commit: head, run: "1234" });
+    // The digest is the change set's: one change set, one digest, whichever run previewed it.
+    expect(plan.digest).toBe(reviewedPlanOf("prod", [rename, create]).digest);
+    expect(planOriginMismatch(plan, { commit: head, run: "1234" })).toBeUndefined();
+    expect(planOriginMismatch(plan, undefined)).toBeUndefined();
+    const later = "b".repeat(40);
+    expect(planOriginMismatch(plan, { commit: later, run: "1234" })).toBe(
+      `The plan file is the preview of commit ${head} (run 1234), but commit ${later} is being applied: its last push was not previewed (the preview was cancelled, failed, or was still running at the merge). Nothing was changed. Preview commit ${later} (re-run the preview of its pull request), have it reviewed, and apply that plan.`,
+    );
+    expect(planOriginMismatch(plan, { commit: head, run: "999" })).toMatch(/^The plan file was made by run 1234, not by run 999 it was taken from: it is not that run's preview of commit a{40}\. Nothing was changed\./);
+    expect(planOriginMismatch(reviewedPlanOf("prod", [create]), { commit: head, run: "1234" })).toMatch(/^The plan file names no commit or run \(its preview was given no --plan-commit and --plan-run\)/);
+    // An origin of another shape is not a plan this command wrote.
+    for (const origin of [{ commit: "A".repeat(40), run: "1" }, { commit: head, run: "01" }, { commit: head, run: "1", by: "me" }, { commit: `${head}\n`, run: "1" }]) {
+      expect(parseReviewedPlan(JSON.stringify({ ...plan, origin }))).toMatch(/not a plan file/);
+    }
+  });
+
+  it("takes --plan-commit and --plan-run together, with --plan-file, in their exact shapes", () => {
+    const head = "c".repeat(40);
+    const base = ["up", "--file", "groups.yaml", "--plan-file", "plan.json"];
+    expect(parseCliArgs([...base, "--plan-commit", head, "--plan-run", "77"])).toMatchObject({ planOrigin: { commit: head, run: "77" } });
+    expect(parseCliArgs(["preview", "--file", "g.yaml", "--plan-file", "p.json", "--plan-commit", "d".repeat(64), "--plan-run", "1"])).toMatchObject({ planOrigin: { commit: "d".repeat(64), run: "1" } });
+    expect(() => parseCliArgs([...base, "--plan-commit", head])).toThrow("--plan-commit and --plan-run go together");
+    expect(() => parseCliArgs(["up", "--file", "g.yaml", "--plan-commit", head, "--plan-run", "1"])).toThrow("--plan-commit goes with --plan-file");
+    expect(() => parseCliArgs([...base, "--plan-commit", "HEAD", "--plan-run", "1"])).toThrow(/--plan-commit takes a commit's 40 \(or 64\) lowercase hex digits/);
+    expect(() => parseCliArgs([...base, "--plan-commit", head, "--plan-run", "1; rm -rf /"])).toThrow(/--plan-run takes a run id/);
+    expect(() => parseCliArgs(["refresh", "--plan-commit", head, "--plan-run", "1"])).toThrow(/--plan-commit goes with preview or up/);
+  });
+
   it("merges what was reviewed: the preview's plan applies", async () => {
     write("groups.yaml", "groups:\n  - name: Acme Inc\n    userGroupId: acme\n  - name: Globex\n    userGroupId: globex\n");
     const preview = await cli("preview", "--file", "groups.yaml", "--stack", "prod", "--plan-file", "plan.json", "--json", "--summary-file", "summary.md");
@@ -107,5 +142,24 @@ describe("the reviewed plan", () => {
     expect(other.code).toBe(2);
     expect(other.stdout).toContain("staging");
     expect(ids()).toEqual(["acme:Acme Inc", "globex:Globex"]);
+  });
+  it("refuses, before the engine runs, a plan of another commit than the one applied: exit 2, plan_origin_mismatch, nothing changed", async () => {
+    const head = "e".repeat(40);
+    write("groups.yaml", "groups:\n  - name: Acme Inc\n    userGroupId: acme\n  - name: Globex\n    userGroupId: globex\n  - name: Initech\n    userGroupId: initech\n");
+    const preview = await cli("preview", "--file", "groups.yaml", "--stack", "prod", "--plan-file", "plan.json", "--plan-commit", head, "--plan-run", "41");
+    expect(preview.code, preview.stderr).toBe(0);
+    expect((JSON.parse(readFileSync(path.join(env.workDir, "plan.json"), "utf8")) as { origin: unknown }).origin).toEqual({ commit: head, run: "41" });
+    const before = server.journal().length;
+    const up = await cli("up", "--file", "groups.yaml", "--stack", "prod", "--yes", "--plan-file", "plan.json", "--plan-commit", "f".repeat(40), "--plan-run", "41", "--json");
+    expect(up.code, up.stderr).toBe(2);
+    const error = (JSON.parse(up.stdout) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe("plan_origin_mismatch");
+    expect(error.message).toContain(`is the preview of commit ${head} (run 41), but commit ${"f".repeat(40)} is being applied`);
+    expect(server.journal().length).toBe(before);
+    expect(ids()).toEqual(["acme:Acme Inc", "globex:Globex"]);
+    // The same plan, given its own commit and run, applies.
+    const applied = await cli("up", "--file", "groups.yaml", "--stack", "prod", "--yes", "--plan-file", "plan.json", "--plan-commit", head, "--plan-run", "41");
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(ids()).toEqual(["acme:Acme Inc", "globex:Globex", "initech:Initech"]);
   });
 });

@@ -4,6 +4,7 @@
 // options with defaults), a write past one answered 413 group_too_large or 507
 // storage_full with the contract's error body, and nothing changed.
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCli } from "../../fake-server/cli-args.js";
@@ -28,7 +29,7 @@ describe("the store's limits", () => {
     const defaults = resolveOptions({ apiKeys: [{ key: "k", environment: "Customer" }] });
     expect([defaults.maxGroups, defaults.maxGroupBytes, defaults.maxTotalBytes]).toEqual([100_000, 1024 * 1024, 256 * 1024 * 1024]);
     expect([DEFAULT_MAX_GROUPS, DEFAULT_MAX_GROUP_BYTES, DEFAULT_MAX_TOTAL_BYTES]).toEqual([100_000, 1_048_576, 268_435_456]);
-    const doc = readFileSync(new URL("../../docs/fake-server.md", import.meta.url), "utf8");
+    const doc = readFileSync(join(__dirname, "../../docs/fake-server.md"), "utf8");
     for (const flag of ["--max-groups N", "--max-group-bytes N", "--max-total-bytes N"]) expect(doc).toContain(`| \`${flag}\` |`);
   });
 
