@@ -109,6 +109,7 @@ export const ERROR_CODES = {
   run_outside_batch: { meaning: "a targeted run touched a group outside its batch and was stopped: a bug, please report it", thrownBy: "automation/engine OutsideBatchError", exit: 1 },
   pulumi_command_failed: { meaning: "another failure of a Pulumi command; the message has its error lines", thrownBy: "automation/engine PulumiCommandError", exit: 1 },
   config_set_failed: { meaning: "`pulumi config set` on the stack failed; the message has its output", thrownBy: "automation/engine stack-config", exit: 1 },
+  invalid_trace_destination: { meaning: "USER_GROUPS_ENGINE_OTEL_TRACES is not a file://, grpc:// or http(s):// URL, or holds a user name, password, query or fragment, which would be on the engine's command line (its value is not shown): nothing ran", thrownBy: "automation/engine engine-trace", exit: 1 },
 
   // ---- provider/automation/shards ----
   reserved_stack_name: { meaning: "a stack name ending in .shard-<n>, which names a stack's shards; choose another", thrownBy: "automation/shards ReservedStackNameError", exit: 1 },
