@@ -76,7 +76,7 @@ function verifyReleaseBlock(markdown: string): string {
 // Issue #39, item 8: an archive is installed only when SHA256SUMS (as `npm run
 // release` writes it) lists its hash. Run as written, as a user pastes it: in a
 // plain bash (no -e), so the block itself must stop at a mismatch.
-describe("docs/plugin.md: verify a release archive before installing it", { timeout: 120_000 }, () => {
+describe("docs/plugin.md: verify a release archive before installing it", { timeout: 240_000 }, () => {
   const block = verifyReleaseBlock(readFileSync(path.join(REPO_ROOT, "docs/plugin.md"), "utf8"));
   const archive = archiveName(PLUGIN_VERSION, hostPlatform());
 
