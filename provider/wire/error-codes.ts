@@ -144,7 +144,7 @@ export const ERROR_CODES = {
   backend_table_untrusted: { meaning: "a table of ours in the backend's database was made or changed by another role (its owner, a trigger, a rule, its columns): refused, naming the table; drop it and let the next run make it", thrownBy: "client/shared-state BackendTableUntrustedError", exit: 1 },
   shard_directory_conflict: { meaning: "the shard directory and the shards' states disagree in a way a run cannot repair (a group two shards hold, or one that kept moving): nothing was changed; ask again, then look at the shards", thrownBy: "automation/shards, automation/fleet", exit: 1 },
   node_too_old: { meaning: "the Node.js that runs the program, the dynamic provider or the plugin is older than 22: put Node.js 22 or later first on the PATH", thrownBy: "provider NodeTooOldError (node-version.ts)" },
-  reserved_value: { meaning: "a UserGroup argument holds a value Pulumi gives meaning to (an unknown-value marker, the secret or asset signature key): refused where it is declared", thrownBy: "resource ReservedInputError" },
+  reserved_value: { meaning: "a UserGroup argument holds a value Pulumi gives meaning to (an unknown-value marker, the secret or asset signature key): refused where it is declared, or once an output's value is known, or by the provider where the engine never sends one (nothing sent); the path is named", thrownBy: "resource ReservedInputError; logic ReservedValueError" },
   backend_table_name: { meaning: "the backend URL's table (or the rate budget's) is not a plain SQL name: refused", thrownBy: "client/shared-state BackendTableNameError", exit: 1 },
 
   // ---- provider/logic ----

@@ -15,14 +15,19 @@ import { PLUGIN_VERSION, pluginTarball, toolDir } from "./support";
 
 const run = promisify(execFile);
 
+/** The `sh` blocks between `<!-- marker -->` and `<!-- /marker -->`, in order. */
+function shBlocks(markdown: string, marker: string): string[] {
+  const start = markdown.indexOf(`<!-- ${marker} -->`);
+  const end = markdown.indexOf(`<!-- /${marker} -->`);
+  if (start < 0 || end < start) throw new Error(`docs/plugin.md has no ${marker} markers`);
+  const blocks = [...markdown.slice(start, end).matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
+  if (blocks.length === 0) throw new Error(`the ${marker} section has no sh blocks`);
+  return blocks;
+}
+
 /** The `sh` blocks of the walkthrough section, in order. */
 function walkthroughScript(markdown: string): string {
-  const start = markdown.indexOf("<!-- walkthrough -->");
-  const end = markdown.indexOf("<!-- /walkthrough -->");
-  if (start < 0 || end < start) throw new Error("docs/plugin.md has no walkthrough markers");
-  const blocks = [...markdown.slice(start, end).matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
-  if (blocks.length === 0) throw new Error("the walkthrough has no sh blocks");
-  return blocks.join("\n");
+  return shBlocks(markdown, "walkthrough").join("\n");
 }
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "user-groups-walkthrough-"));
@@ -63,12 +68,9 @@ describe("docs/plugin.md walkthrough", { timeout: 240_000 }, () => {
   });
 });
 
-/** The `sh` block between docs/plugin.md's verify-release markers. */
+/** The one `sh` block of docs/plugin.md's verify-release section. */
 function verifyReleaseBlock(markdown: string): string {
-  const start = markdown.indexOf("<!-- verify-release -->");
-  const end = markdown.indexOf("<!-- /verify-release -->");
-  if (start < 0 || end < start) throw new Error("docs/plugin.md has no verify-release markers");
-  const blocks = [...markdown.slice(start, end).matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
+  const blocks = shBlocks(markdown, "verify-release");
   if (blocks.length !== 1) throw new Error(`the verify-release section has ${blocks.length} sh blocks, not one`);
   return blocks[0]!;
 }
