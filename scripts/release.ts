@@ -62,6 +62,11 @@ function sha256(file: string): string {
   return createHash("sha256").update(readFileSync(file)).digest("hex");
 }
 
+/** SHA256SUMS of `files` in `dir`: `<hash>  <name>` a line, as `sha256sum` writes it (docs/plugin.md checks an archive against it). */
+export function checksumsText(dir: string, files: readonly string[]): string {
+  return `${files.map((name) => `${sha256(path.join(dir, name))}  ${name}`).join("\n")}\n`;
+}
+
 function main(argv: string[]): void {
   const outIndex = argv.indexOf("--out");
   const out = path.resolve(outIndex >= 0 && argv[outIndex + 1] ? argv[outIndex + 1]! : path.join(root, "build", "release"));
@@ -86,9 +91,8 @@ function main(argv: string[]): void {
         process.stderr.write(`release: ${name}\n`);
       }
     }
-    const sums = files.map((name) => `${sha256(path.join(dir, name))}  ${name}`);
     const partial = path.join(dir, `.${CHECKSUMS_FILE}.tmp`);
-    writeFileSync(partial, `${sums.join("\n")}\n`);
+    writeFileSync(partial, checksumsText(dir, files));
     renameSync(partial, path.join(dir, CHECKSUMS_FILE));
     process.stdout.write(`${dir}\n`);
   } finally {

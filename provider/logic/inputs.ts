@@ -141,9 +141,12 @@ function schemaFor(nameUnknown: boolean, idUnknown: boolean): z.ZodType {
  * Values still unknown during a preview are passed through unchecked. Values
  * Pulumi reserves are refused (reserved-values.ts): an asset, archive or other
  * signature-keyed object in mapping or properties, `__proto__` keys. A string
- * equal to the unknown marker is what a computed input looks like here, so it
- * passes as unknown; plain data never carries one that far, because specs are
- * refused with it before any run (groups-spec.ts).
+ * equal to the unknown marker is what a computed input looks like here (in a
+ * preview), so it passes as unknown; data never carries one that far: specs are
+ * refused with it before any run (groups-spec.ts), and a program's values when
+ * the UserGroup is declared or, for an output, once it is known
+ * (resource/user-group.ts). create, update and diff refuse it where the engine
+ * never sends one (lifecycle.ts).
  */
 export function checkInputs(raw: Record<string, unknown>): CheckResult {
   const picked = pickInputs(raw);

@@ -12,6 +12,7 @@ import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolve
 import { diffUserGroup, type DiffOutcome } from "./diff";
 import { type CheckedInputs, type CheckResult, checkInputs, type UserGroupOutputs } from "./inputs";
 import { createUserGroup, deleteUserGroup, readUserGroup, type ReadOutcome, updateUserGroup } from "./operations";
+import { type ReservedValueProblem, ReservedValueError, reservedValueProblems } from "./reserved-values";
 import { allowedAttributes, errorType, packageTracer } from "../telemetry";
 import { PACKAGE_VERSION } from "../version";
 
@@ -94,6 +95,29 @@ function traced<T>(operation: TracedOperation, userGroupId: string | undefined, 
   });
 }
 
+/**
+ * Where the engine may send Pulumi's unknown-value marker as "not known yet",
+ * and where it never does. It passes unknowns to a provider only in a preview
+ * (`AllowUnknowns` of check and diff is the run's dry-run flag; create and
+ * update of a provider without preview support, which both of ours are, are
+ * not called in a preview), and only as the string marker a Node.js program
+ * writes; in an update it drops every unknown before calling. So a marker in a
+ * create's or an update's inputs, in the state a diff or an update compares
+ * with, or any marker but the string one in a diff's new inputs, was a value
+ * (an output's resolved value the program's guard missed, a planted state):
+ * refused, naming the field, before any request.
+ */
+function refuseReservedValues(
+  operation: "diff" | "create" | "update",
+  parts: ReadonlyArray<{ props: Record<string, unknown>; unknownValues: "pass" | "refuse"; of?: string }>,
+): void {
+  const problems: ReservedValueProblem[] = [];
+  for (const { props, unknownValues, of } of parts) {
+    for (const problem of reservedValueProblems(props, { unknownValues })) problems.push(of === undefined ? problem : { path: problem.path, message: `${of}: ${problem.message}` });
+  }
+  if (problems.length > 0) throw new ReservedValueError(operation, groupIdOf(parts.at(-1)!.props), problems);
+}
+
 export class UserGroupLifecycle {
   private config: ConfigLookup = () => undefined;
   /** One keep-alive client per (base URL, API key) for the life of the process. */
@@ -115,14 +139,23 @@ export class UserGroupLifecycle {
     return traced(
       "diff",
       groupIdOf(news) ?? groupIdOf(olds),
-      () => diffUserGroup(olds as Partial<CheckedInputs>, news as unknown as CheckedInputs),
+      () => {
+        refuseReservedValues("diff", [
+          { props: olds, unknownValues: "refuse", of: "the state" },
+          { props: news, unknownValues: "pass" },
+        ]);
+        return diffUserGroup(olds as Partial<CheckedInputs>, news as unknown as CheckedInputs);
+      },
       (outcome) => (outcome.replaces.length > 0 ? "replace" : outcome.changes ? "update" : "same"),
     );
   }
 
   create(inputs: Record<string, unknown>): Promise<UserGroupOutputs> {
     const checked = inputs as unknown as CheckedInputs;
-    return traced("create", groupIdOf(inputs), () => createUserGroup(this.clientFor(checked.profile), checked));
+    return traced("create", groupIdOf(inputs), async () => {
+      refuseReservedValues("create", [{ props: inputs, unknownValues: "refuse" }]);
+      return createUserGroup(this.clientFor(checked.profile), checked);
+    });
   }
 
   read(olds: Record<string, unknown>): Promise<ReadOutcome> {
@@ -137,7 +170,13 @@ export class UserGroupLifecycle {
 
   update(olds: Record<string, unknown>, news: Record<string, unknown>): Promise<UserGroupOutputs> {
     const checked = news as unknown as CheckedInputs;
-    return traced("update", groupIdOf(news), () => updateUserGroup(this.clientFor(checked.profile), olds as unknown as UserGroupOutputs, checked));
+    return traced("update", groupIdOf(news), async () => {
+      refuseReservedValues("update", [
+        { props: olds, unknownValues: "refuse", of: "the state" },
+        { props: news, unknownValues: "refuse" },
+      ]);
+      return updateUserGroup(this.clientFor(checked.profile), olds as unknown as UserGroupOutputs, checked);
+    });
   }
 
   delete(olds: Record<string, unknown>): Promise<void> {

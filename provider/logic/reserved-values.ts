@@ -8,6 +8,7 @@
 // another group. All are found here, before any schema walks the value (this
 // walk uses an explicit stack and a depth bound: a deep value cannot overflow
 // it, nor a recursive schema after it).
+import { UserGroupsError } from "../wire/errors";
 import { PROTO_KEY_REFUSED, quoteForMessage } from "../wire/issues";
 
 /** The key of Pulumi's serialized special objects (asset, archive, secret, resource reference). */
@@ -93,15 +94,44 @@ function keyProblem(key: string, objectPath: string): string | undefined {
 }
 
 /**
+ * A value Pulumi reserves met by the provider itself (reservedValuesOf): in
+ * the inputs of a create or an update, where no value can still be unknown,
+ * or in a diff's. Nothing is sent to the service.
+ */
+export class ReservedValueError extends UserGroupsError {
+  constructor(
+    readonly operation: "diff" | "create" | "update",
+    readonly userGroupId: string | undefined,
+    readonly problems: readonly ReservedValueProblem[],
+  ) {
+    const group = userGroupId === undefined ? "UserGroup" : `UserGroup ${quoteForMessage(userGroupId)}`;
+    super("reserved_value", `${group}, ${operation}: ${problems.map((problem) => problem.message).join("; ")}. Nothing was sent to the service.`);
+    this.name = "ReservedValueError";
+  }
+}
+
+/**
  * Every reserved value in `inputs` (each field walked to any depth, arrays
  * included), in document order, at most 20. An object met twice (shared, or a
  * cycle) is walked once.
  */
 export function reservedValueProblems(inputs: Readonly<Record<string, unknown>>, options: ReservedValueOptions): ReservedValueProblem[] {
+  return walk(Object.keys(inputs).map((field) => ({ value: inputs[field], path: field, depth: 0 })), options);
+}
+
+/**
+ * Every reserved value in one value that sits at `path` of a UserGroup's
+ * inputs (e.g. an output's resolved value at `properties.nested`), its own
+ * depth counted from there.
+ */
+export function reservedValueProblemsAt(value: unknown, path: string, depth: number, options: ReservedValueOptions): ReservedValueProblem[] {
+  return walk([{ value, path, depth }], options);
+}
+
+function walk(roots: ReadonlyArray<{ value: unknown; path: string; depth: number }>, options: ReservedValueOptions): ReservedValueProblem[] {
   const problems: ReservedValueProblem[] = [];
   const seen = new Set<object>();
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [];
-  for (const field of Object.keys(inputs).reverse()) stack.push({ value: inputs[field], path: field, depth: 0 });
+  const stack = [...roots].reverse();
   while (stack.length > 0 && problems.length < MAX_PROBLEMS) {
     const { value, path, depth } = stack.pop()!;
     if (typeof value === "string") {
@@ -131,4 +161,53 @@ export function reservedValueProblems(inputs: Readonly<Record<string, unknown>>,
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
   return problems;
+}
+
+/**
+ * A copy of `inputs` in which each value `isDeferred` picks (a program's
+ * outputs and promises), at any depth of plain objects and arrays, is replaced
+ * by `replace(value, path, depth)`; what holds none is returned as it is (the
+ * same object). Other objects (class instances) are not entered. The walk is
+ * bounded as reservedValueProblems' is, and an object met twice is mapped once.
+ */
+export function mapDeferredValues(
+  inputs: Readonly<Record<string, unknown>>,
+  isDeferred: (value: object) => boolean,
+  replace: (value: object, path: string, depth: number) => unknown,
+): Record<string, unknown> {
+  const mapped = new Map<object, unknown>();
+  const visit = (value: unknown, path: string, depth: number): unknown => {
+    if (value === null || typeof value !== "object") return value;
+    if (isDeferred(value)) return replace(value, path, depth);
+    const known = mapped.get(value);
+    if (known !== undefined || mapped.has(value)) return known;
+    const prototype: unknown = Object.getPrototypeOf(value);
+    if (depth >= MAX_INPUT_DEPTH || !(Array.isArray(value) || prototype === Object.prototype || prototype === null)) return value;
+    mapped.set(value, value); // while it is walked: a cycle back to it keeps the original
+    let changed = false;
+    let copy: unknown;
+    if (Array.isArray(value)) {
+      const items = value.map((item: unknown, index) => {
+        const next = visit(item, `${path}[${index}]`, depth + 1);
+        changed ||= next !== item;
+        return next;
+      });
+      copy = items;
+    } else {
+      const members: Record<string, unknown> = {};
+      for (const key of Object.keys(value)) {
+        const item = (value as Record<string, unknown>)[key];
+        const next = visit(item, childPath(path, key), depth + 1);
+        changed ||= next !== item;
+        members[key] = next;
+      }
+      copy = members;
+    }
+    const result = changed ? copy : value;
+    mapped.set(value, result);
+    return result;
+  };
+  const result: Record<string, unknown> = {};
+  for (const field of Object.keys(inputs)) result[field] = visit(inputs[field], field, 0);
+  return result;
 }

@@ -1,7 +1,7 @@
 // The UserGroup resource as a Pulumi program declares it (CONTRACT.md).
 import * as pulumi from "@pulumi/pulumi";
 import type { UserGroupInputs, UserGroupOutputs } from "../logic/inputs";
-import { reservedValueProblems } from "../logic/reserved-values";
+import { mapDeferredValues, reservedValueProblems, reservedValueProblemsAt } from "../logic/reserved-values";
 import { assertNodeVersion } from "../node-version";
 import { UserGroupsError } from "../wire/errors";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
@@ -79,6 +79,28 @@ function isOutputOrPromise(value: object): boolean {
   return pulumi.Output.isInstance(value) || typeof (value as { then?: unknown }).then === "function";
 }
 
+/**
+ * The args with each output and promise in them (at any depth) guarded: once
+ * its value is known, that value is walked as the program's own literals are
+ * (every unknown-value marker refused, with the path from the field down), and
+ * a reserved one fails the resource before it is registered (the engine would
+ * read the marker as a value not known yet and drop it: an empty object in
+ * the state, a trigger left out, a name "required"). A value still unknown (a
+ * preview of another resource's output) never reaches the guard: apply runs on
+ * known values only, so it stays unknown, as before. Secrets stay secret, and
+ * dependencies are kept (apply carries both).
+ * @internal
+ */
+export function guardResolvedValues(resourceName: string, args: UserGroupArgs): Record<string, unknown> {
+  return mapDeferredValues(args as unknown as Record<string, unknown>, isOutputOrPromise, (deferred, path, depth) =>
+    pulumi.output(deferred).apply((resolved: unknown) => {
+      const reserved = reservedValueProblemsAt(resolved, path, depth, { unknownValues: "refuse" });
+      if (reserved.length > 0) throw asRunError(new ReservedInputError(resourceName, reserved.map((problem) => problem.message)));
+      return resolved;
+    }),
+  );
+}
+
 /** The outputs' shape, from the schema of what the state holds. */
 type Held = Required<UserGroupOutputs>;
 
@@ -117,7 +139,7 @@ export class UserGroup extends pulumi.CustomResource {
       throw asRunError(error);
     }
     const props = {
-      ...args,
+      ...guardResolvedValues(name, args),
       token: undefined,
       teamId: undefined,
       providedId: undefined,

@@ -112,6 +112,7 @@ export const ERROR_CODES = {
   run_outside_batch: { meaning: "a targeted run touched a group outside its batch and was stopped: a bug, please report it", thrownBy: "automation/engine OutsideBatchError", exit: 1 },
   pulumi_command_failed: { meaning: "another failure of a Pulumi command; the message has its error lines", thrownBy: "automation/engine PulumiCommandError", exit: 1 },
   config_set_failed: { meaning: "`pulumi config set` on the stack failed; the message has its output", thrownBy: "automation/engine stack-config", exit: 1 },
+  invalid_trace_destination: { meaning: "USER_GROUPS_ENGINE_OTEL_TRACES is not a file://, grpc:// or http(s):// URL, or holds a user name, password, query or fragment, which would be on the engine's command line (its value is not shown): nothing ran", thrownBy: "automation/engine engine-trace", exit: 1 },
 
   // ---- provider/automation/shards ----
   reserved_stack_name: { meaning: "a stack name ending in .shard-<n>, which names a stack's shards; choose another", thrownBy: "automation/shards ReservedStackNameError", exit: 1 },
@@ -124,6 +125,7 @@ export const ERROR_CODES = {
   fleet_closed: { meaning: "a UserGroupFleet used after close(); create a new one", thrownBy: "automation/fleet FleetClosedError" },
   fleet_group_failed: { meaning: "one group of a UserGroupFleet batch failed; the message names it and why", thrownBy: "automation/fleet FleetGroupError" },
   fleet_ensure_failed: { meaning: "some groups of UserGroupFleet.ensure failed; the message lists each", thrownBy: "automation/fleet FleetEnsureError" },
+  group_moved: { meaning: "internal to a UserGroupFleet: a group found in another shard's directory entry; its call goes round again (never reaches a caller: after 3 moves it fails with shard_directory_conflict)", thrownBy: "automation/fleet GroupMoved" },
 
   // ---- provider/client (and client/shared-state, client/rate-budget) ----
   http: { meaning: "the service answered with a failure and no error code (or, with a code, see that code)", thrownBy: "client UserGroupApiError (kind http)" },
@@ -145,7 +147,7 @@ export const ERROR_CODES = {
   backend_table_untrusted: { meaning: "a table of ours in the backend's database was made or changed by another role (its owner, a trigger, a rule, its columns): refused, naming the table; drop it and let the next run make it", thrownBy: "client/shared-state BackendTableUntrustedError", exit: 1 },
   shard_directory_conflict: { meaning: "the shard directory and the shards' states disagree in a way a run cannot repair (a group two shards hold, or one that kept moving): nothing was changed; ask again, then look at the shards", thrownBy: "automation/shards, automation/fleet", exit: 1 },
   node_too_old: { meaning: "the Node.js that runs the program, the dynamic provider or the plugin is older than 22: put Node.js 22 or later first on the PATH", thrownBy: "provider NodeTooOldError (node-version.ts)" },
-  reserved_value: { meaning: "a UserGroup argument holds a value Pulumi gives meaning to (an unknown-value marker, the secret or asset signature key): refused where it is declared", thrownBy: "resource ReservedInputError" },
+  reserved_value: { meaning: "a UserGroup argument holds a value Pulumi gives meaning to (an unknown-value marker, the secret or asset signature key): refused where it is declared, or once an output's value is known, or by the provider where the engine never sends one (nothing sent); the path is named", thrownBy: "resource ReservedInputError; logic ReservedValueError" },
   backend_table_name: { meaning: "the backend URL's table (or the rate budget's) is not a plain SQL name: refused", thrownBy: "client/shared-state BackendTableNameError", exit: 1 },
 
   // ---- provider/logic ----

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/pulumi-env";
 import { useStackFixture } from "../support/stack-fixture";
 import { runUserGroupsCli, USER_GROUPS_CLI } from "../support/user-groups-cli";
+import { commandLine } from "../../testkit/kill-tree";
 
 type AutomationModule = typeof import("../../provider/automation");
 type WorkspaceModule = typeof import("../../provider/automation/engine/workspace");
@@ -21,7 +22,7 @@ const workspace = load(path.join(REPO_ROOT, "dist/provider/automation/engine/wor
 const cliModule = load(USER_GROUPS_CLI) as CliModule;
 
 const KEY = "security-config-key-0001";
-const { server, env } = useStackFixture({ label: "security", apiKeys: [KEY] });
+const { server, env, envVars: envVarsWith } = useStackFixture({ label: "security", apiKeys: [KEY] });
 
 function modeOf(file: string): string {
   return (statSync(file).mode & 0o777).toString(8);
@@ -76,6 +77,91 @@ describe("1. no key on a command line, none in an error", () => {
     expect(text).toMatch(/does not decrypt the secrets of stack "config"[\s\S]*incorrect passphrase/);
     expect(text).not.toContain(KEY);
     expect(text).not.toContain("wrong-passphrase");
+  });
+});
+
+// Issue #39, item 5: no credential on any command line, from any variable. The
+// one variable of ours that becomes an argument is USER_GROUPS_ENGINE_OTEL_TRACES
+// (`--otel-traces`, the only way the engine takes it; the OTLP endpoint's
+// derived destination keeps host and port only): one with a query or fragment is
+// refused before any engine run. Every process's /proc/<pid>/cmdline is scanned
+// all through a run with OpenTelemetry on, whose credential (an OTLP header)
+// travels in the environment.
+describe("1a. no credential on any command line with OpenTelemetry on", () => {
+  const CANARY = "otel-canary-credential-5e7c1d";
+
+  /** Samples every process's command line until stopped: those holding `secret`, and whether one held `seen` (our engine run). */
+  function scanCommandLines(secret: string, seen: string): { stop(): { holding: string[]; sawRun: boolean; scans: number } } {
+    const holding = new Set<string>();
+    let sawRun = false;
+    let scans = 0;
+    const scan = () => {
+      scans++;
+      for (const entry of readdirSync("/proc")) {
+        if (!/^\d+$/.test(entry)) continue;
+        const line = commandLine(Number(entry));
+        if (line.includes(secret)) holding.add(`${entry}: ${line.slice(0, 200)}`);
+        if (line.includes(seen)) sawRun = true;
+      }
+    };
+    const timer = setInterval(scan, 20);
+    return {
+      stop: () => {
+        clearInterval(timer);
+        scan();
+        return { holding: [...holding], sawRun, scans };
+      },
+    };
+  }
+
+  it("refuses a traces destination with a credential in its query or fragment before any engine run, without showing it", async () => {
+    const log = path.join(env.workDir, "otel-argv.log");
+    const bin = path.join(env.workDir, "otel-bin");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(path.join(bin, "pulumi"), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${path.join(env.binDir, "pulumi")}' "$@"\n`, { mode: 0o755 });
+    const destinations = [`file://${path.join(env.workDir, "engine-trace.json")}?api_key=${CANARY}`, `https://collector.example/v1/traces#${CANARY}`, `grpc://collector.example:4317/?token=${CANARY}`];
+    for (const destination of destinations) {
+      const error = await automation
+        .provisionUserGroups({
+          stack: "otel-refused",
+          workDir: path.join(env.workDir, "otel-groups"),
+          envVars: envVarsWith({ USER_GROUPS_ENGINE_OTEL_TRACES: destination, PATH: `${bin}${path.delimiter}${env.envVars.PATH}` }),
+          groups: [{ name: "Traced", userGroupId: "otel-refused" }],
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        );
+      expect(error).toMatchObject({ code: "invalid_trace_destination" });
+      expect(error!.message).toContain("USER_GROUPS_ENGINE_OTEL_TRACES must not hold a");
+      expect(`${error!.message}\n${error!.stack ?? ""}`).not.toContain(CANARY);
+    }
+    // No engine run started: no `pulumi up` or `preview` recorded, nothing created.
+    const argv = existsSync(log) ? readFileSync(log, "utf8") : "";
+    expect(argv).not.toMatch(/^(up|preview|refresh|destroy)\b/m);
+    expect(argv).not.toContain(CANARY);
+    expect(server.groups().map((g) => g.user_group_id)).not.toContain("otel-refused");
+  });
+
+  it("a run with the engine's traces on: the destination on the command line, the OTLP header's credential on none", async () => {
+    const traceFile = path.join(env.workDir, "engine-trace.json");
+    const scanner = scanCommandLines(CANARY, traceFile);
+    let seen: ReturnType<ReturnType<typeof scanCommandLines>["stop"]>;
+    try {
+      const result = await automation.provisionUserGroups({
+        stack: "otel-on",
+        workDir: path.join(env.workDir, "otel-groups"),
+        envVars: envVarsWith({ USER_GROUPS_ENGINE_OTEL_TRACES: `file://${traceFile}`, OTEL_EXPORTER_OTLP_HEADERS: `api-key=${CANARY}` }),
+        groups: [{ name: "Traced", userGroupId: "otel-on" }],
+      });
+      expect(result.summary.create).toBe(1);
+    } finally {
+      seen = scanner.stop();
+    }
+    // The scan ran all through the engine run: it saw the engine's command line (`--otel-traces file://...`).
+    expect(seen.sawRun, `${seen.scans} scans`).toBe(true);
+    expect(existsSync(traceFile)).toBe(true);
+    expect(seen.holding).toEqual([]);
   });
 });
 

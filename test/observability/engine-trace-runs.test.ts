@@ -65,15 +65,30 @@ describe("engineTraceOptions", () => {
     expect(engineTraceDestination({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4317" })).toBe("grpc://collector:4317");
     expect(engineTraceDestination({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc", OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:1", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://b" })).toBe("grpc://b:443");
     expect(engineTraceDestination({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toBeUndefined();
-    expect(() => engineTraceDestination({ [ENGINE_OTEL_TRACES_ENV]: "ftp://collector" })).toThrow(expect.objectContaining({ code: "invalid_option" }));
+    expect(() => engineTraceDestination({ [ENGINE_OTEL_TRACES_ENV]: "ftp://collector" })).toThrow(expect.objectContaining({ code: "invalid_trace_destination" }));
+  });
+
+  // Issue #39, item 5: whatever could be a credential would be on the engine's command line (`--otel-traces`).
+  it.each([
+    ["a password", "https://user:hunter2-canary@collector/v1/traces", "user name or password"],
+    ["a query", "https://collector/v1/traces?api_key=hunter2-canary", "query (?...)"],
+    ["a query of a grpc:// collector", "grpc://collector:4317/?token=hunter2-canary", "query (?...)"],
+    ["a query in a file:// destination", "file:///tmp/engine.json?hunter2-canary", "query (?...)"],
+    ["a fragment", "https://collector/v1/traces#hunter2-canary", "fragment (#...)"],
+    ["an empty query", "https://collector/v1/traces?", "query (?...)"],
+  ])("refuses %s, naming the variable and never showing its value", (_what, destination, why) => {
     let refused: unknown;
     try {
-      engineTraceDestination({ [ENGINE_OTEL_TRACES_ENV]: "https://user:hunter2-canary@collector/v1/traces" });
+      engineTraceDestination({ [ENGINE_OTEL_TRACES_ENV]: destination });
     } catch (error) {
       refused = error;
     }
-    expect(refused).toMatchObject({ code: "invalid_option" });
-    expect(String((refused as Error).message)).not.toContain("hunter2-canary");
+    expect(refused).toMatchObject({ code: "invalid_trace_destination" });
+    const message = String((refused as Error).message);
+    expect(message).toContain(`${ENGINE_OTEL_TRACES_ENV} must not hold a`);
+    expect(message).toContain(why);
+    expect(message).not.toContain("hunter2-canary");
+    expect(message).not.toMatch(/\/\/collector|v1\/traces|engine\.json/);
   });
 });
 

@@ -1,6 +1,9 @@
 // One error base: every error class the package exports (and the CLI's and the
 // fake server's own) is a UserGroupsError with a stable code, keeps its name,
 // and keeps the error underneath as `cause`.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import * as automation from "../../provider/automation";
 import { UsageError } from "../../provider/cli/args";
@@ -85,6 +88,27 @@ describe("UserGroupsError", () => {
       expect(instances[name], `no instance of ${name} in this test`).toBeDefined();
       expect((entry as Record<string, unknown>)[name] ?? (automation as Record<string, unknown>)[name]).toBe(instances[name]?.constructor);
     }
+  });
+
+  it("is the base of every error class in the sources, internal ones too (no other class extends Error)", () => {
+    const root = path.resolve(__dirname, "../..");
+    const direct: string[] = [];
+    for (const folder of ["provider", "fake-server"]) {
+      for (const file of readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })) {
+        if (!file.endsWith(".ts") || file.endsWith(".d.ts")) continue;
+        const source = ts.createSourceFile(file, readFileSync(path.join(root, folder, file), "utf8"), ts.ScriptTarget.Latest);
+        const visit = (node: ts.Node): void => {
+          if (ts.isClassLike(node)) {
+            const base = node.heritageClauses?.find((clause) => clause.token === ts.SyntaxKind.ExtendsKeyword)?.types[0]?.expression;
+            if (base !== undefined && ts.isIdentifier(base) && base.text === "Error") direct.push(`${folder}/${file}: ${node.name?.text ?? "(anonymous)"}`);
+          }
+          ts.forEachChild(node, visit);
+        };
+        visit(source);
+      }
+    }
+    // A class written inside a template (the dashboard page's browser script) is text, not a class of ours: not found.
+    expect(direct).toEqual(["provider/wire/errors.ts: UserGroupsError"]);
   });
 
   it.each(Object.entries(instances))("%s is a UserGroupsError with a stable code and its own name", (name, error) => {

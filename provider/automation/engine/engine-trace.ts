@@ -61,19 +61,35 @@ export function engineTraceOptions(destination?: string, providerMetrics = false
   return { envVars, args };
 }
 
-/** A destination Pulumi accepts, with no user info (it goes on the engine's command line). */
+/**
+ * A destination Pulumi accepts, holding nothing that may be a credential: it
+ * goes on the engine's command line (`--otel-traces`, the only way the Pulumi
+ * CLI takes it), which every local user can read in the process list. So a
+ * user name or password, a query (`?api_key=...`) or a fragment is refused,
+ * naming the variable and never quoting its value. A collector that needs a
+ * credential is reached through a local OpenTelemetry collector (or with the
+ * application's OTLP exporter, whose headers stay in the environment).
+ */
 function checkedDestination(value: string, from: string): string {
+  const refuse = (why: string) => new UserGroupsError("invalid_trace_destination", `${from} ${why} Its value is not shown here.`);
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new UserGroupsError("invalid_option", `${from} is not a URL: give file:///path.json, grpc://host:port or https://host/path.`);
+    throw refuse("is not a URL: give file:///path.json, grpc://host:port or https://host/path.");
   }
   if (!["file:", "grpc:", "http:", "https:"].includes(url.protocol)) {
-    throw new UserGroupsError("invalid_option", `${from} must be a file://, grpc://, http:// or https:// URL (it is ${url.protocol}//...).`);
+    throw refuse(`must be a file://, grpc://, http:// or https:// URL (it is ${url.protocol}//...).`);
   }
   if (url.username !== "" || url.password !== "") {
-    throw new UserGroupsError("invalid_option", `${from} must not hold a user name or password: it goes on the engine's command line.`);
+    throw refuse("must not hold a user name or password: it goes on the engine's command line, which every local user can read.");
+  }
+  // `?` and `#` in any spelling: an empty query or fragment is refused too, as a URL parser may keep it.
+  if (value.includes("?") || value.includes("#")) {
+    throw refuse(
+      "must not hold a query (?...) or a fragment (#...), where a credential such as an API key could be: it goes on the engine's command line, which every local user can read. " +
+        "Send the engine's spans to a collector that needs no credential in its URL (a local OpenTelemetry collector that adds it).",
+    );
   }
   return value;
 }

@@ -23,7 +23,12 @@ export type { FleetGroup } from "./fleet-state";
 const MAX_MOVES = 3;
 
 /** A group found in another shard's directory entry under this shard's lease: its requests go round again. */
-class GroupMoved extends Error {}
+class GroupMoved extends UserGroupsError {
+  constructor() {
+    super("group_moved", "The group is in another shard's directory entry: its call goes round again.");
+    this.name = "GroupMoved";
+  }
+}
 
 export interface FleetOptions extends RunOptions {
   /** How long a run waits for a stack another run holds, in ms (default 120000; the whole-set functions default to 0). */
