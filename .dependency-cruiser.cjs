@@ -1,5 +1,5 @@
 // The layering of provider/ and fake-server/ (docs/architecture.md), checked by
-// dependency-cruiser in `npm test` (test/architecture/layers.test.ts):
+// dependency-cruiser in `npm test` (test/architecture/layers.unit.test.ts):
 //   wire -> client -> logic -> resource / plugin -> automation -> cli
 // never upward, no import cycles, the automation folders one way
 // (model -> backend -> lease -> engine -> shards -> operations, fleet), each

@@ -1,15 +1,37 @@
-import { defineConfig } from "vitest/config";
+// Two tiers (CONTRIBUTING.md, "Which tests to run when"), both run by `npm test`:
+// - unit: test/**/*.unit.test.ts. No Pulumi engine, database, browser, built tools
+//   or dist/: plain functions, the clock seam, the emulator in process. `npm run test:unit`
+//   runs it alone, without building anything (under a minute on 2 cores).
+// - engine: every other test/**/*.test.ts (a new file lands here unless it is named
+//   *.unit.test.ts). Its global setup makes the Pulumi engine available; the tools a few
+//   files need beyond it (PostgreSQL, the YAML and SDK hosts, the OpenTelemetry
+//   Collector, Toxiproxy, chromium) are ensured by those files when they start.
+// One pool for both: the fast files fill the gaps the engine files leave while they wait.
+import { configDefaults, defineConfig } from "vitest/config";
+
+const UNIT = "test/**/*.unit.test.ts";
+
+// The fake server is unthrottled unless a test says otherwise: no rate budget (180/60 by default) unless a test sets one.
+process.env["USER_GROUPS_RATE_LIMIT"] ??= "off";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/support/global-setup.ts"],
-    // Pulumi engine runs take seconds each; unit tests stay fast regardless.
+    // Pulumi engine runs take seconds each; a unit test that needs these is in the wrong tier.
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
-    // Most files wait on engine subprocesses and servers, not the CPU: run
+    // Most engine files wait on engine subprocesses and servers, not the CPU: run
     // several at once (vitest's default is one worker per core minus one).
     maxWorkers: 3,
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: [UNIT], testTimeout: 30_000, hookTimeout: 30_000 },
+      },
+      {
+        extends: true,
+        test: { name: "engine", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, UNIT], globalSetup: ["test/support/global-setup.ts"] },
+      },
+    ],
   },
 });

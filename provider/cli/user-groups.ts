@@ -3,10 +3,6 @@
 // previewed on a pull request, applied on merge, and checked for drift on a
 // schedule. Exit codes: 0 done, 1 the run failed, 2 bad usage or groups file,
 // 3 changes with --expect-no-changes, or drift found.
-// `user-groups`: the GitOps entry point. A groups file in a repository is
-// previewed on a pull request, applied on merge, and checked for drift on a
-// schedule. Exit codes: 0 done, 1 the run failed, 2 bad usage or groups file,
-// 3 changes with --expect-no-changes, or drift found.
 import "../compile-cache"; // first: it covers the modules loaded after it
 import { createInterface } from "node:readline/promises";
 import { UserGroupsError } from "../wire/errors";
