@@ -1,7 +1,8 @@
 // Two tiers (CONTRIBUTING.md, "Which tests to run when"), both run by `npm test`:
-// - unit: test/**/*.unit.test.ts. No Pulumi engine, database, browser, built tools
-//   or dist/: plain functions, the clock seam, the emulator in process. `npm run test:unit`
-//   runs it alone, without building anything (under a minute on 2 cores).
+// - unit: test/**/*.unit.test.ts, and the type tests test/**/*.test-d.ts (project
+//   "types"). No Pulumi engine, database, browser, built tools or dist/: plain
+//   functions, the clock seam, the emulator in process. `npm run test:unit` runs them
+//   alone, without building anything.
 // - engine: every other test/**/*.test.ts (a new file lands here unless it is named
 //   *.unit.test.ts). Its global setup makes the Pulumi engine available; the tools a few
 //   files need beyond it (PostgreSQL, the YAML and SDK hosts, the OpenTelemetry
@@ -26,7 +27,13 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: [UNIT], testTimeout: 30_000, hookTimeout: 30_000 },
+        test: { name: "unit", include: [UNIT] },
+      },
+      {
+        // Type tests (*.test-d.ts): tsc checks their expectTypeOf assertions and vitest reports each failed one as a
+        // failed test (at run time expectTypeOf checks nothing, so a type assertion in a *.test.ts would always pass).
+        extends: true,
+        test: { name: "types", include: [], typecheck: { enabled: true, only: true, include: ["test/**/*.test-d.ts"], tsconfig: "test/tsconfig.types.json" } },
       },
       {
         extends: true,
