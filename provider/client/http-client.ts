@@ -121,7 +121,8 @@ export class UserGroupsClient {
   private readonly timeouts: Timeouts;
   private readonly redactor = new Redactor();
   private readonly log?: (line: string) => void;
-  private readonly clock: Clock;
+  /** Time, sleeping and jitter for retries, pacing and rotation's rounds (provider/clock.ts). */
+  readonly clock: Clock;
   private readonly pacer: Pacer;
   private readonly rateBudget?: RateBudget;
   private readonly runFence?: RunFence;
