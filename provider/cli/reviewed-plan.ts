@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { GroupSpec, RunResult } from "../automation/internal";
 import { UserGroupsError } from "../wire/errors";
-import { terminalText } from "./terminal-text";
+import { terminalText } from "./output";
 
 /** One group's change as a reviewer saw it: never a token. */
 export interface PlannedChange {

@@ -11,7 +11,7 @@ import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_CHANGES, EXIT_FAI
 import type { GroupSpec } from "../automation/internal";
 import { readGroupsFile } from "./groups-file";
 import { type CliIo, printJson, reportFailure } from "./io";
-import { terminalMessage, terminalText } from "./terminal-text";
+import { terminalMessage, terminalText } from "./output";
 import { startTelemetry } from "./telemetry-setup";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { allowedAttributes } from "../telemetry";
@@ -19,9 +19,9 @@ import { allowedAttributes } from "../telemetry";
 export { type CliArgs, type CliInfoRequest, type CliOperation, didYouMean, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, UsageError } from "./args";
 export { readGroupsFile } from "./groups-file";
 export { type CliIo, JSON_SCHEMA_VERSION } from "./io";
-export { progressPrinter } from "./progress";
-export { formatDriftTable, formatTable } from "./table";
-export { terminalJson, terminalMessage, terminalText } from "./terminal-text";
+export { progressPrinter } from "./output";
+export { formatDriftTable, formatTable } from "./output";
+export { terminalJson, terminalMessage, terminalText } from "./output";
 
 /** The command span's outcome, from its exit code. */
 function exitOutcome(code: number): string {
