@@ -17,7 +17,7 @@ process.env["USER_GROUPS_RATE_LIMIT"] ??= "off";
 
 export default defineConfig({
   test: {
-    // Pulumi engine runs take seconds each; a unit test that needs these is in the wrong tier.
+    // Pulumi engine runs take seconds each, on a machine often shared; a unit test ends in seconds regardless.
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",

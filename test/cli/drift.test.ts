@@ -56,33 +56,34 @@ function requestsSince(mark: number): string[] {
 
 const GROUPS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
 
+// The stack every test below starts from (a fixture, not a test): up, then changed out of band.
 beforeAll(async () => {
   groupsFile = path.join(env.workDir, "groups.yaml");
   writeFileSync(groupsFile, `groups:\n${GROUPS.map((id) => `  - { name: "Group ${id}", userGroupId: ${id}, properties: { seats: 1 } }`).join("\n")}\n`);
+  const up = await cli(RW_KEY, "up", "--file", groupsFile, "--yes");
+  expect(up.code, up.stderr).toBe(0);
+  // Out of band: deleted, renamed, properties changed, token rotated.
+  const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
+  const token = (id: string) => server.groups().find((g) => g.user_group_id === id)!.token;
+  await operator.delete({ current_token: token("alpha") });
+  await operator.update({ user_group_id: "bravo", name: "Bravo Renamed" });
+  await operator.update({ user_group_id: "charlie", properties: { seats: 99 } });
+  await operator.rotateToken(token("delta"));
+  await operator.close();
+  expectNoSecretPrinted();
 });
 
 // What each test's runs printed is scanned right after it (a token or key found fails that test): no test relies
 // on the others' output, and a test that printed nothing has nothing to prove here.
-afterEach(() => {
+afterEach(() => expectNoSecretPrinted());
+
+function expectNoSecretPrinted(): void {
   const all = printed.splice(0).join("\n");
   for (const secret of [RW_KEY, RO_KEY]) expect(all).not.toContain(secret);
   expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
-});
+}
 
 describe("drift, refresh and destroy without side effects", () => {
-  it("sets the stack up", async () => {
-    const up = await cli(RW_KEY, "up", "--file", groupsFile, "--yes");
-    expect(up.code, up.stderr).toBe(0);
-    // Out of band: deleted, renamed, properties changed, token rotated.
-    const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
-    const token = (id: string) => server.groups().find((g) => g.user_group_id === id)!.token;
-    await operator.delete({ current_token: token("alpha") });
-    await operator.update({ user_group_id: "bravo", name: "Bravo Renamed" });
-    await operator.update({ user_group_id: "charlie", properties: { seats: 99 } });
-    await operator.rotateToken(token("delta"));
-    await operator.close();
-  });
-
   it("drift with a read-write key and no groups file: exit 3, a table of what drifted; only PUTs of an id; state unchanged", async () => {
     const before = backendFingerprint();
     const groupsBefore = server.groups();
@@ -126,7 +127,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(statSync(summary).mode & 0o077).toBe(0);
   });
 
-  it("a refresh of deleted groups sends no create and no delete, with a read-only and with a read-write key", async () => {
+  it("a refresh of deleted groups sends no create and no delete, with a read-only and with a read-write key; drift is in sync after it", async () => {
     const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
     let groupsBefore = server.groups();
     let mark = server.journal().length;
@@ -148,9 +149,8 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(requests.every((r) => /^PUT (200|404) user_group_id$/.test(r)), requests.join("\n")).toBe(true);
     expect(requests).toContain("PUT 404 user_group_id");
     expect(server.groups()).toEqual(groupsBefore);
-  });
 
-  it("drift after the refresh: in sync, exit 0", async () => {
+    // Drift after the refresh: in sync, exit 0.
     const drift = await cli(RO_KEY, "drift", "--stack", "default");
     expect(drift.code, drift.stdout + drift.stderr).toBe(0);
     expect(drift.stdout).toMatch(/in sync \(4 groups read, nothing changed\)/);
