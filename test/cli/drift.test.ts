@@ -8,8 +8,9 @@ import { createHash, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { story } from "../support/story";
 import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -83,8 +84,11 @@ function expectNoSecretPrinted(): void {
   expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
 }
 
+// The steps below take the stack of the fixture through its life, each from where the last left it.
+const step = story();
+
 describe("drift, refresh and destroy without side effects", () => {
-  it("drift with a read-write key and no groups file: exit 3, a table of what drifted; only PUTs of an id; state unchanged", async () => {
+  step("drift with a read-write key and no groups file: exit 3, a table of what drifted; only PUTs of an id; state unchanged", async () => {
     const before = backendFingerprint();
     const groupsBefore = server.groups();
     const mark = server.journal().length;
@@ -101,7 +105,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(requests.sort()).toEqual([...GROUPS.map((id) => (id === "alpha" ? "PUT 404 user_group_id" : "PUT 200 user_group_id"))].sort());
   });
 
-  it("drift with a read-only key and the file: also what up would change, a Markdown summary, reads only", async () => {
+  step("drift with a read-only key and the file: also what up would change, a Markdown summary, reads only", async () => {
     const before = backendFingerprint();
     const summary = path.join(env.workDir, "drift.md");
     const mark = server.journal().length;
@@ -127,7 +131,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(statSync(summary).mode & 0o077).toBe(0);
   });
 
-  it("a refresh of deleted groups sends no create and no delete, with a read-only and with a read-write key; drift is in sync after it", async () => {
+  step("a refresh of deleted groups sends no create and no delete, with a read-only and with a read-write key; drift is in sync after it", async () => {
     const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
     let groupsBefore = server.groups();
     let mark = server.journal().length;
@@ -156,7 +160,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(drift.stdout).toMatch(/in sync \(4 groups read, nothing changed\)/);
   });
 
-  it("takes over a lock whose run is gone (same host, its pid dead) by itself, and says so", async () => {
+  step("takes over a lock whose run is gone (same host, its pid dead) by itself, and says so", async () => {
     const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
     const lockDir = path.join(env.backendDir, ".pulumi", "locks", "organization", "user-groups", "default");
     mkdirSync(lockDir, { recursive: true });
@@ -168,7 +172,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(existsSync(lockFile)).toBe(false);
   });
 
-  it("destroys without a groups file; a stack that does not exist is refused, not created", async () => {
+  step("destroys without a groups file; a stack that does not exist is refused, not created", async () => {
     const destroy = await cli(RW_KEY, "destroy", "--stack", "default", "--yes");
     expect(destroy.code, destroy.stderr).toBe(0);
     expect(server.groups()).toEqual([]);
