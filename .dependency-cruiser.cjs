@@ -1,5 +1,5 @@
 // The layering of provider/ and fake-server/ (docs/architecture.md), checked by
-// dependency-cruiser in `npm test` (test/architecture/layers.test.ts):
+// dependency-cruiser in `npm test` (test/architecture/layers.unit.test.ts):
 //   wire -> client -> logic -> resource / plugin -> automation -> cli
 // never upward, no import cycles, the automation folders one way
 // (model -> backend -> lease -> engine -> shards -> operations, fleet), each
@@ -27,7 +27,13 @@ const either = (names) => `(${names.join("|")})`;
 
 module.exports = {
   forbidden: [
-    { name: "no-cycles", severity: "error", comment: "An import cycle: one of the files belongs a layer lower.", from: { path: "^(provider|fake-server)/" }, to: { circular: true } },
+    {
+      name: "no-cycles",
+      severity: "error",
+      comment: "An import cycle (anywhere: the product, the benches, the scripts, the test kit): one of the files belongs a layer lower.",
+      from: { path: "^(provider|fake-server|bench|scripts|testkit)/" },
+      to: { circular: true },
+    },
     ...LAYERS.map(([layer, above]) => ({
       name: `layer-${layer}`,
       severity: "error",
@@ -76,6 +82,13 @@ module.exports = {
       comment: "A client/ sub-folder's file is imported directly from outside it: go through its index.ts.",
       from: { path: "^provider/", pathNot: "^provider/client/(shared-state|rate-budget|run-fence)/" },
       to: { path: "^provider/client/(shared-state|rate-budget|run-fence)/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
+    },
+    {
+      name: "cli-output-through-index",
+      severity: "error",
+      comment: "A file of provider/cli/output/ is imported directly from outside it: go through its index.ts.",
+      from: { path: "^provider/", pathNot: "^provider/cli/output/" },
+      to: { path: "^provider/cli/output/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
     },
     {
       name: "otel-sdk-only-in-setup",

@@ -5,7 +5,9 @@
 // ours runs through the library (provisionUserGroups, UserGroupFleet), so that
 // the floor runs the same way: an inline program in this process.
 import * as pulumi from "@pulumi/pulumi";
-import type { FloorKind } from "./report.js";
+
+/** The two floors: plain no-op resources, and ones of a UserGroup's shape (the same outputs, the token secret). */
+export type FloorKind = "floor" | "floor-shaped";
 
 /** The type token of every no-op resource (pulumi.dynamic.Resource's). */
 export const FLOOR_TYPE = "pulumi-nodejs:dynamic:Resource";

@@ -2,6 +2,7 @@
 import type { ClientComparison } from "./client-vs-undici.js";
 import { type EngineRun, type Operation, OPERATIONS } from "./engine-vs-floor.js";
 import { rps, type ServerComparison } from "./fake-server.js";
+import type { FloorKind } from "./inline-floors.js";
 import { lineChart } from "./svg-chart.js";
 
 export interface Machine {
@@ -76,8 +77,8 @@ function pairs(runs: readonly EngineRun[]): Measured[] {
   });
 }
 
-/** Which floor a table compares against. */
-export type FloorKind = "floor" | "floor-shaped";
+/** Which floor a table compares against (declared with the floors themselves: inline-floors.ts). */
+export type { FloorKind };
 
 /**
  * Wall time, ratio and time per resource of each operation at each N, against

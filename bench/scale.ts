@@ -38,7 +38,7 @@ import { commandLine, descendantsOf, isRunning } from "../testkit/kill-tree.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { declareFloor } from "./inline-floors.js";
 import { type ProcessCost, watchPulumiProcesses } from "./peak-memory.js";
-import type { FloorKind } from "./report.js";
+import type { FloorKind } from "./inline-floors.js";
 
 /** The operations of the CLI-equivalent part; the floors have no drift of their own (a preview with refresh stands for it). */
 export type ScaleOperation = "up" | "preview-unchanged" | "drift" | "destroy";

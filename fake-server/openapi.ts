@@ -2,7 +2,7 @@
 // cannot drift from what the fake server accepts and answers. Where the server
 // refuses more than the zod schemas say (json-guard.ts: `__proto__` keys, nesting,
 // numbers that JSON.parse turns into Infinity), the document says so too, from
-// the same constants; test/fake-server/openapi.test.ts holds the server to it, and
+// the same constants; test/fake-server/openapi.unit.test.ts holds the server to it, and
 // test/fake-server/schemathesis.test.ts lets Schemathesis try both.
 import { z } from "zod";
 import {

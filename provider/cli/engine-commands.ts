@@ -7,14 +7,10 @@ import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type Group
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
-import { withCreateDetails } from "./change-lines";
+import { driftSummaryMarkdown, formatDriftTable, formatTable, progressPrinter, runSummaryMarkdown, terminalMessage, terminalText, withCreateDetails } from "./output";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { describeTakeover, explainLock } from "./lock-message";
-import { progressPrinter } from "./progress";
 import { MAX_PLAN_BYTES, parseReviewedPlan, PlanMismatchError, type PlannedChange, plannedChangesOf, planDifferences, type PlanOrigin, planFileText, planOriginMismatch, type ReviewedPlan, reviewedPlanOf, reviewSummaryMarkdown } from "./reviewed-plan";
-import { driftSummaryMarkdown } from "./summary";
-import { formatDriftTable, formatTable } from "./table";
-import { terminalMessage, terminalText } from "./terminal-text";
 
 function jsonDocument(result: RunResult, showSecrets: boolean, changeDigest?: string): Record<string, unknown> {
   return {

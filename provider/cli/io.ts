@@ -2,7 +2,7 @@
 // the only ways it writes text of its own there: every message and document
 // passes terminalMessage / terminalJson, so that no id, name, host name or
 // message of the service's or Pulumi's can drive the terminal.
-import { terminalJson, terminalMessage } from "./terminal-text";
+import { terminalJson, terminalMessage } from "./output";
 import type { ErrorCode, ForeignErrorCode } from "../wire/error-codes";
 
 export interface CliIo {

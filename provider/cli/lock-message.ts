@@ -4,7 +4,7 @@
 // that was killed: its lock stays until removed, which the next changing run
 // does by itself (takeover.ts) once the holder is provably gone.
 import { RunLeaseHeldError, type RunRecord, lockHolderStatus, type LockHolderStatus, type TakeoverReport, PROJECT_NAME } from "../automation/internal";
-import { terminalText } from "./terminal-text";
+import { terminalText } from "./output";
 
 /** A holder as a lock file describes it: outside text (anything can write a lock file into a backend), each field escaped. */
 function holderText(holder: LockHolderStatus): string {

@@ -10,8 +10,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { GroupSpec, RunResult } from "../automation/internal";
 import { UserGroupsError } from "../wire/errors";
-import { runSummaryMarkdown } from "./summary";
-import { terminalText } from "./terminal-text";
+import { runSummaryMarkdown, terminalText } from "./output";
 
 /** One group's change as a reviewer saw it: never a token. */
 export interface PlannedChange {

@@ -3,10 +3,6 @@
 // previewed on a pull request, applied on merge, and checked for drift on a
 // schedule. Exit codes: 0 done, 1 the run failed, 2 bad usage or groups file,
 // 3 changes with --expect-no-changes, or drift found.
-// `user-groups`: the GitOps entry point. A groups file in a repository is
-// previewed on a pull request, applied on merge, and checked for drift on a
-// schedule. Exit codes: 0 done, 1 the run failed, 2 bad usage or groups file,
-// 3 changes with --expect-no-changes, or drift found.
 import "../compile-cache"; // first: it covers the modules loaded after it
 import { createInterface } from "node:readline/promises";
 import { UserGroupsError } from "../wire/errors";
@@ -15,7 +11,7 @@ import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_CHANGES, EXIT_FAI
 import type { GroupSpec } from "../automation/internal";
 import { readGroupsFile } from "./groups-file";
 import { type CliIo, printJson, reportFailure } from "./io";
-import { terminalMessage, terminalText } from "./terminal-text";
+import { terminalMessage, terminalText } from "./output";
 import { startTelemetry } from "./telemetry-setup";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { allowedAttributes } from "../telemetry";
@@ -23,9 +19,9 @@ import { allowedAttributes } from "../telemetry";
 export { type CliArgs, type CliInfoRequest, type CliOperation, didYouMean, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, UsageError } from "./args";
 export { readGroupsFile } from "./groups-file";
 export { type CliIo, JSON_SCHEMA_VERSION } from "./io";
-export { progressPrinter } from "./progress";
-export { formatDriftTable, formatTable } from "./table";
-export { terminalJson, terminalMessage, terminalText } from "./terminal-text";
+export { progressPrinter } from "./output";
+export { formatDriftTable, formatTable } from "./output";
+export { terminalJson, terminalMessage, terminalText } from "./output";
 
 /** The command span's outcome, from its exit code. */
 function exitOutcome(code: number): string {

@@ -2,7 +2,7 @@
 // every method (fetch forbids a body on GET, the API requires one), responses
 // validated with the shared wire schemas, retries per retry-policy.ts.
 import type { IncomingHttpHeaders } from "node:http";
-import { Agent, errors as undiciErrors } from "undici";
+import { Agent } from "undici";
 import type { z } from "zod";
 import { type Clock, clockOf } from "../clock";
 import { USER_AGENT } from "../version";
@@ -27,6 +27,7 @@ import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import type { RateBudget } from "./rate-budget";
 import type { RunFence } from "./run-fence";
+import { headerValue, isSuccess, networkCode, parseJson, tokenOf, wasSent, withAmbiguity } from "./http-answers";
 import { HttpTelemetry } from "./http-telemetry";
 import { Redactor } from "./redact";
 import { assertSecureTransport } from "./transport";
@@ -121,7 +122,8 @@ export class UserGroupsClient {
   private readonly timeouts: Timeouts;
   private readonly redactor = new Redactor();
   private readonly log?: (line: string) => void;
-  private readonly clock: Clock;
+  /** Time, sleeping and jitter for retries, pacing and rotation's rounds (provider/clock.ts). */
+  readonly clock: Clock;
   private readonly pacer: Pacer;
   private readonly rateBudget?: RateBudget;
   private readonly runFence?: RunFence;
@@ -476,46 +478,4 @@ export class UserGroupsClient {
   private debug(line: string): void {
     if (this.log) this.log(this.redactor.text(`[user-groups] ${line}`));
   }
-}
-
-function withAmbiguity(error: UserGroupApiError): UserGroupApiError {
-  return new UserGroupApiError({ ...error.details, ambiguous: true }, error.cause !== undefined ? { cause: error.cause } : undefined);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function isSuccess(body: unknown): boolean {
-  return typeof body === "object" && body !== null && (body as { success?: unknown }).success === 1;
-}
-
-function tokenOf(body: unknown): string | undefined {
-  const group = (body as { user_group?: { token?: unknown } }).user_group;
-  return typeof group?.token === "string" ? group.token : undefined;
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/** Network failures after which the service may have received (and carried out) the request. */
-function wasSent(error: unknown): boolean {
-  if (error instanceof undiciErrors.ConnectTimeoutError) return false;
-  const code = networkCode(error);
-  return !(code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT");
-}
-
-function networkCode(error: unknown): string {
-  let current: unknown = error;
-  for (let depth = 0; depth < 4 && current; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string") return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return "network_error";
 }

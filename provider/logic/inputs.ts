@@ -16,7 +16,7 @@ export const profileSchema = z
  * @internal
  * A UserGroup's inputs as a program declares them: the one source of their
  * shape. The checked inputs, the outputs, the key list and (by a type test,
- * test/resource/shape.test.ts) the resource's args follow from it.
+ * test/resource/shape.unit.test.ts) the resource's args follow from it.
  */
 export const userGroupInputsSchema = z.object({
   name: nameSchema,

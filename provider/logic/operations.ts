@@ -4,6 +4,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { UserGroupApiError } from "../client/errors";
 import type { GetOrCreateResult } from "../client/http-client";
+import { type Clock, systemClock } from "../clock";
 import type {
   DeleteUserRequest,
   Environment,
@@ -26,6 +27,8 @@ export interface UserGroupsApi {
   readonly maxAttempts: number;
   /** True once the service refused a PUT as forbidden: a read-only key (W1), so reads use GET (R5). */
   readonly keyIsReadOnly?: boolean;
+  /** The client's clock (provider/clock.ts): rotation's pauses between rounds wait on it. Default systemClock. */
+  readonly clock?: Clock;
   getOrCreate(request: GetUserRequest): Promise<GetOrCreateResult>;
   update(request: UpdateUserRequest): Promise<UpdateUserResponse>;
   rotateToken(currentToken: string, userGroupId?: string): Promise<RotateTokenResponse>;
@@ -193,9 +196,9 @@ export interface RotationOptions {
 }
 
 /** Capped exponential backoff with full jitter between rotation rounds: 0-200 ms, 0-400 ms, ... up to 0-3.2 s. */
-function defaultPause(round: number): Promise<void> {
+export function rotationPauseMs(round: number, random: () => number): number {
   const ceiling = Math.min(3_200, 100 * 2 ** (round - 1));
-  return new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * ceiling)));
+  return Math.floor(random() * ceiling);
 }
 
 /**
@@ -210,7 +213,8 @@ export async function rotateUserGroupToken(
 ): Promise<{ token: string; teamId: number; providedId: string; name: string; environment?: Environment }> {
   // The client never retries a POST whose outcome is unknown: these rounds are those retries.
   const maxRounds = options.maxRounds ?? api.maxAttempts;
-  const pause = options.pauseBeforeRound ?? defaultPause;
+  const clock = api.clock ?? systemClock;
+  const pause = options.pauseBeforeRound ?? ((round: number) => clock.sleep(rotationPauseMs(round, () => clock.random())));
   let sentToken = group.token;
   let lastError: unknown;
   for (let round = 1; round <= maxRounds; round++) {

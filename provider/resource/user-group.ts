@@ -13,7 +13,7 @@ export const USER_GROUP_TYPE = "pulumi-nodejs:dynamic/pulumi-user-groups:UserGro
 /** Each member may itself be a value, a promise or an output. */
 export type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };
 
-/** The inputs' shape, from the schema `check` validates with (test/resource/shape.test.ts proves the args follow it). */
+/** The inputs' shape, from the schema `check` validates with (test/resource/shape.unit.test.ts proves the args follow it). */
 type Shape = Required<UserGroupInputs>;
 
 export interface UserGroupArgs {

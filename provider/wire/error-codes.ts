@@ -1,7 +1,7 @@
 // The one catalogue of the codes a UserGroupsError carries (as undici keeps its
 // error codes in one file). `UserGroupsError`'s constructor takes an `ErrorCode`,
 // so a code not written here fails `npm run typecheck`; docs/cli-json.md's table
-// is held equal to this catalogue by test/wire/error-codes.test.ts. A code, once
+// is held equal to this catalogue by test/wire/error-codes.unit.test.ts. A code, once
 // written here, is public (scripts branch on it, `--json` prints it): never
 // rename one; add a new one instead.
 //

@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { freePort } from "../../testkit/free-port";
+import { refusedPort } from "../../testkit/free-port";
 import { REPO_ROOT } from "../support/pulumi-env";
 import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
@@ -76,7 +76,7 @@ describe("the CLI at the engine's edge", () => {
     const missing = await cli({ PULUMI_BACKEND_URL: `file://${env.workDir}/no-such-dir` }, "preview", "--file", groupsFile, "--stack", "prod", "--json");
     expect(jsonFailure(missing, "backend_not_found")).toMatch(/The state backend does not exist \(file:\/\/.*no-such-dir\): no such file or directory.*Check PULUMI_BACKEND_URL \(or --backend-url\)/);
 
-    const port = await freePort();
+    const port = await refusedPort();
     const password = "pg-pass-w0rd-in-url";
     const unreachable = await cli({ PULUMI_BACKEND_URL: `postgres://admin:${password}@127.0.0.1:${port}/state?sslmode=disable&password=${password}` }, "refresh", "--stack", "prod", "--json");
     const message = jsonFailure(unreachable, "backend_unreachable");

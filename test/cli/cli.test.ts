@@ -2,8 +2,9 @@
 // request, up on merge, a scheduled drift check, against the fake server.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { story } from "../support/story";
 import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -52,8 +53,20 @@ beforeAll(async () => {
   writeGroups(GROUPS);
 });
 
+// What each test's runs printed is scanned right after it (a token or key found fails that test): no test relies
+// on the others' output, and a test that printed nothing has nothing to prove here.
+afterEach(() => {
+  const all = printed.splice(0).join("\n");
+  for (const secret of [CUSTOMER_KEY, TESTING_KEY]) expect(all).not.toContain(secret);
+  expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
+});
+
+// The steps below take one stack through its life, each from where the last left it (the refusals and the JSON
+// file, plain tests, stand alone).
+const step = story();
+
 describe("user-groups CLI", () => {
-  it("previews the file on a pull request and reports changes to --expect-no-changes", async () => {
+  step("previews the file on a pull request and reports changes to --expect-no-changes", async () => {
     const preview = await cliPrinted("preview", "--file", groupsFile);
     expect(preview.code, preview.stderr).toBe(0);
     expect(preview.stdout).toMatch(/\+ default\.acme\s+default\s+create/);
@@ -65,14 +78,14 @@ describe("user-groups CLI", () => {
     expect(check.code).toBe(3);
   });
 
-  it("refuses up without --yes when nobody can confirm", async () => {
+  step("refuses up without --yes when nobody can confirm", async () => {
     const refused = await cliPrinted("up", "--file", groupsFile);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/refusing to up without --yes/);
     expect(server.groups()).toEqual([]);
   });
 
-  it("applies on merge, with progress lines and a table, never a token", async () => {
+  step("applies on merge, with progress lines and a table, never a token", async () => {
     const up = await cliPrinted("up", "--file", groupsFile, "--yes");
     expect(up.code, up.stderr).toBe(0);
     expect(up.stderr).toMatch(/\+ default\.globex: create done/);
@@ -83,7 +96,7 @@ describe("user-groups CLI", () => {
     expect(check.code, check.stdout + check.stderr).toBe(0);
   });
 
-  it("prints one JSON document, with tokens only when asked", async () => {
+  step("prints one JSON document, with tokens only when asked", async () => {
     writeGroups(GROUPS.replace("name: Globex", "name: Globex Corporation"));
     const preview = await cliPrinted("preview", "--file", groupsFile, "--json");
     expect(preview.code).toBe(0);
@@ -103,7 +116,7 @@ describe("user-groups CLI", () => {
     expect(quiet.stdout).not.toMatch(/"token"/);
   });
 
-  it("detects drift on a schedule, and refresh + up heal an out-of-band delete", async () => {
+  step("detects drift on a schedule, and refresh + up heal an out-of-band delete", async () => {
     const victim = server.groups().find((g) => g.user_group_id === "globex")!;
     const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: CUSTOMER_KEY });
     await operator.delete({ current_token: victim.token });
@@ -136,7 +149,7 @@ describe("user-groups CLI", () => {
     expect(server.journal().length).toBe(before);
   });
 
-  it("accepts a JSON groups file", async () => {
+  it("accepts a JSON groups file (a stack of its own)", async () => {
     const json = path.join(env.workDir, "groups.json");
     writeFileSync(json, JSON.stringify({ groups: [{ name: "A", userGroupId: "a" }] }));
     const run = await cliPrinted("preview", "--file", json, "--stack", "json");
@@ -144,7 +157,7 @@ describe("user-groups CLI", () => {
     expect(run.stdout).toMatch(/1 to create/);
   });
 
-  it("refuses a second concurrent run of one stack from another process, and the state stays sound", async () => {
+  step("refuses a second concurrent run of one stack from another process, and the state stays sound", async () => {
     writeGroups(GROUPS.replace("seats: 40", "seats: 41"));
     const [first, second] = await Promise.all([cliPrinted("up", "--file", groupsFile, "--yes"), cliPrinted("up", "--file", groupsFile, "--yes")]);
     const codes = [first.code, second.code].sort();
@@ -157,7 +170,7 @@ describe("user-groups CLI", () => {
     expect((await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
   });
 
-  it("with --lock-timeout, a second concurrent run waits for the first instead of failing", async () => {
+  step("with --lock-timeout, a second concurrent run waits for the first instead of failing", async () => {
     writeGroups(GROUPS.replace("seats: 40", "seats: 42"));
     const [first, second] = await Promise.all([
       cliPrinted("up", "--file", groupsFile, "--yes", "--lock-timeout", "5m"),
@@ -168,15 +181,9 @@ describe("user-groups CLI", () => {
     expect(server.groups().find((g) => g.user_group_id === "acme" && g.environment === "Customer")?.properties).toEqual({ region: "eu", seats: 42 });
   });
 
-  it("destroys every group of the stack", async () => {
+  step("destroys every group of the stack", async () => {
     const destroy = await cliPrinted("destroy", "--file", groupsFile, "--yes");
     expect(destroy.code, destroy.stderr).toBe(0);
     expect(server.groups()).toEqual([]);
-  });
-
-  it("never printed a token or an API key (unless --show-secrets)", () => {
-    const all = printed.join("\n");
-    for (const secret of [CUSTOMER_KEY, TESTING_KEY]) expect(all).not.toContain(secret);
-    expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
   });
 });

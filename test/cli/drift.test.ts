@@ -8,8 +8,9 @@ import { createHash, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
+import { story } from "../support/story";
 import { useStackFixture } from "../support/stack-fixture";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -56,26 +57,38 @@ function requestsSince(mark: number): string[] {
 
 const GROUPS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
 
+// The stack every test below starts from (a fixture, not a test): up, then changed out of band.
 beforeAll(async () => {
   groupsFile = path.join(env.workDir, "groups.yaml");
   writeFileSync(groupsFile, `groups:\n${GROUPS.map((id) => `  - { name: "Group ${id}", userGroupId: ${id}, properties: { seats: 1 } }`).join("\n")}\n`);
+  const up = await cli(RW_KEY, "up", "--file", groupsFile, "--yes");
+  expect(up.code, up.stderr).toBe(0);
+  // Out of band: deleted, renamed, properties changed, token rotated.
+  const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
+  const token = (id: string) => server.groups().find((g) => g.user_group_id === id)!.token;
+  await operator.delete({ current_token: token("alpha") });
+  await operator.update({ user_group_id: "bravo", name: "Bravo Renamed" });
+  await operator.update({ user_group_id: "charlie", properties: { seats: 99 } });
+  await operator.rotateToken(token("delta"));
+  await operator.close();
+  expectNoSecretPrinted();
 });
 
-describe("drift, refresh and destroy without side effects", () => {
-  it("sets the stack up", async () => {
-    const up = await cli(RW_KEY, "up", "--file", groupsFile, "--yes");
-    expect(up.code, up.stderr).toBe(0);
-    // Out of band: deleted, renamed, properties changed, token rotated.
-    const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
-    const token = (id: string) => server.groups().find((g) => g.user_group_id === id)!.token;
-    await operator.delete({ current_token: token("alpha") });
-    await operator.update({ user_group_id: "bravo", name: "Bravo Renamed" });
-    await operator.update({ user_group_id: "charlie", properties: { seats: 99 } });
-    await operator.rotateToken(token("delta"));
-    await operator.close();
-  });
+// What each test's runs printed is scanned right after it (a token or key found fails that test): no test relies
+// on the others' output, and a test that printed nothing has nothing to prove here.
+afterEach(() => expectNoSecretPrinted());
 
-  it("drift with a read-write key and no groups file: exit 3, a table of what drifted; only PUTs of an id; state unchanged", async () => {
+function expectNoSecretPrinted(): void {
+  const all = printed.splice(0).join("\n");
+  for (const secret of [RW_KEY, RO_KEY]) expect(all).not.toContain(secret);
+  expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
+}
+
+// The steps below take the stack of the fixture through its life, each from where the last left it.
+const step = story();
+
+describe("drift, refresh and destroy without side effects", () => {
+  step("drift with a read-write key and no groups file: exit 3, a table of what drifted; only PUTs of an id; state unchanged", async () => {
     const before = backendFingerprint();
     const groupsBefore = server.groups();
     const mark = server.journal().length;
@@ -92,7 +105,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(requests.sort()).toEqual([...GROUPS.map((id) => (id === "alpha" ? "PUT 404 user_group_id" : "PUT 200 user_group_id"))].sort());
   });
 
-  it("drift with a read-only key and the file: also what up would change, a Markdown summary, reads only", async () => {
+  step("drift with a read-only key and the file: also what up would change, a Markdown summary, reads only", async () => {
     const before = backendFingerprint();
     const summary = path.join(env.workDir, "drift.md");
     const mark = server.journal().length;
@@ -118,7 +131,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(statSync(summary).mode & 0o077).toBe(0);
   });
 
-  it("a refresh of deleted groups sends no create and no delete, with a read-only and with a read-write key", async () => {
+  step("a refresh of deleted groups sends no create and no delete, with a read-only and with a read-write key; drift is in sync after it", async () => {
     const operator = new UserGroupsClient({ baseUrl: server.url, apiKey: RW_KEY });
     let groupsBefore = server.groups();
     let mark = server.journal().length;
@@ -140,15 +153,14 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(requests.every((r) => /^PUT (200|404) user_group_id$/.test(r)), requests.join("\n")).toBe(true);
     expect(requests).toContain("PUT 404 user_group_id");
     expect(server.groups()).toEqual(groupsBefore);
-  });
 
-  it("drift after the refresh: in sync, exit 0", async () => {
+    // Drift after the refresh: in sync, exit 0.
     const drift = await cli(RO_KEY, "drift", "--stack", "default");
     expect(drift.code, drift.stdout + drift.stderr).toBe(0);
     expect(drift.stdout).toMatch(/in sync \(4 groups read, nothing changed\)/);
   });
 
-  it("takes over a lock whose run is gone (same host, its pid dead) by itself, and says so", async () => {
+  step("takes over a lock whose run is gone (same host, its pid dead) by itself, and says so", async () => {
     const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
     const lockDir = path.join(env.backendDir, ".pulumi", "locks", "organization", "user-groups", "default");
     mkdirSync(lockDir, { recursive: true });
@@ -160,7 +172,7 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(existsSync(lockFile)).toBe(false);
   });
 
-  it("destroys without a groups file; a stack that does not exist is refused, not created", async () => {
+  step("destroys without a groups file; a stack that does not exist is refused, not created", async () => {
     const destroy = await cli(RW_KEY, "destroy", "--stack", "default", "--yes");
     expect(destroy.code, destroy.stderr).toBe(0);
     expect(server.groups()).toEqual([]);
@@ -172,11 +184,5 @@ describe("drift, refresh and destroy without side effects", () => {
     expect(destroyMissing.code).toBe(1);
     expect(destroyMissing.stderr).toMatch(/Stack "nosuch" does not exist in file:\/\/.*nothing to read or delete/);
     expect((await cli(RW_KEY, "refresh", "--stack", "nosuch")).stderr).toMatch(/Stack "nosuch" does not exist/);
-  });
-
-  it("never printed a token or an API key", () => {
-    const all = printed.join("\n");
-    for (const secret of [RW_KEY, RO_KEY]) expect(all).not.toContain(secret);
-    expect(all).not.toMatch(/\b[0-9a-f]{64}\b/);
   });
 });

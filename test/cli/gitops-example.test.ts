@@ -12,7 +12,7 @@ import yaml from "js-yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { type GroupSpec, resourceNameOf, type RunResult } from "../../provider/automation/internal";
-import { withCreateDetails } from "../../provider/cli/change-lines";
+import { withCreateDetails } from "../../provider/cli/output";
 import { parseReviewedPlan, planFileText, plannedChangesOf, type PlanOrigin, type ReviewedPlan, reviewedPlanOf, reviewSummaryMarkdown } from "../../provider/cli/reviewed-plan";
 import { REPO_ROOT } from "../support/pulumi-env";
 import { useStackFixture } from "../support/stack-fixture";

@@ -10,9 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DriftReport, RunResult } from "../../provider/automation/index";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { withCreateDetails } from "../../provider/cli/change-lines";
-import { driftSummaryMarkdown, runSummaryMarkdown } from "../../provider/cli/summary";
-import { formatDriftTable, formatTable } from "../../provider/cli/table";
+import { driftSummaryMarkdown, formatDriftTable, formatTable, runSummaryMarkdown, withCreateDetails } from "../../provider/cli/output";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
-import { clockWith } from "../../provider/clock";
+import { clockWith, systemClock } from "../../provider/clock";
 import { FileSlotStore, LOCK_STALE_MS } from "../../provider/client/rate-budget/file-store";
 import { PostgresSlotStore } from "../../provider/client/rate-budget/postgres-store";
 import { rateBudgetFromEnv, slotStoreFor } from "../../provider/client/rate-budget/stores";
@@ -277,14 +277,22 @@ describe("FileSlotStore", () => {
     await new Promise<void>((resolve) => holder.stdout!.once("data", () => resolve()));
     // The clock stands still: the lock never looks old, only a dead holder can free it.
     const frozen = Date.now();
-    const store = new FileSlotStore(ledgerDir, { clock: clockWith({ now: () => frozen }) });
+    // Its waits between tries are counted (and really slept, briefly): the event to check on, not a delay.
+    let waits = 0;
+    let waitedFiveTimes!: () => void;
+    const fiveWaits = new Promise<void>((resolve) => (waitedFiveTimes = resolve));
+    const clock = clockWith({ now: () => frozen, sleep: async (ms) => {
+      if (++waits === 5) waitedFiveTimes();
+      await systemClock.sleep(ms);
+    } });
+    const store = new FileSlotStore(ledgerDir, { clock });
     let booked = false;
     const booking = store.book(id, 10).then((wait) => {
       booked = true;
       return wait;
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(booked).toBe(false); // a live holder is waited for
+    await fiveWaits;
+    expect(booked).toBe(false); // a live holder is waited for: five tries found it live
     holder.kill("SIGKILL");
     await booking;
     expect(booked).toBe(true);

@@ -1,7 +1,9 @@
-// Reading what `pulumi --otel-traces file://...` writes: one OTLP JSON
-// ExportTraceServiceRequest per line (otelreceiver/file_exporter.go), its spans
-// flattened with their service and attributes, and the walk up a span's parents.
-import { readFileSync } from "node:fs";
+// What `pulumi --otel-traces file://...` writes (one OTLP JSON export request per
+// line, otelreceiver/file_exporter.go), read by the one OTLP/JSON reader
+// (testkit/otlp-json.ts): its spans with their service, kind as OTLP numbers it,
+// and the walk up a span's parents.
+import { existsSync } from "node:fs";
+import { type CollectedAttributes, readSpans } from "../../testkit/otlp-json";
 
 export interface TraceSpan {
   readonly service: string;
@@ -11,62 +13,23 @@ export interface TraceSpan {
   readonly parentSpanId: string;
   /** OTLP's numbering: 1 internal, 2 server, 3 client. */
   readonly kind: number;
-  readonly attributes: Readonly<Record<string, string | number | boolean>>;
+  readonly attributes: Readonly<CollectedAttributes>;
 }
 
 export const SPAN_KIND = { INTERNAL: 1, SERVER: 2, CLIENT: 3 } as const;
-
-interface OtlpValue {
-  stringValue?: string;
-  intValue?: string | number;
-  doubleValue?: number;
-  boolValue?: boolean;
-}
-interface OtlpAttribute {
-  key: string;
-  value: OtlpValue;
-}
-interface OtlpLine {
-  resourceSpans?: {
-    resource?: { attributes?: OtlpAttribute[] };
-    scopeSpans?: { spans?: { name: string; traceId: string; spanId: string; parentSpanId?: string; kind?: number; attributes?: OtlpAttribute[] }[] }[];
-  }[];
-}
-
-function valueOf(value: OtlpValue): string | number | boolean {
-  if (value.stringValue !== undefined) return value.stringValue;
-  if (value.intValue !== undefined) return Number(value.intValue);
-  if (value.doubleValue !== undefined) return value.doubleValue;
-  return value.boolValue ?? "";
-}
-
-function attributesOf(list: OtlpAttribute[] | undefined): Record<string, string | number | boolean> {
-  return Object.fromEntries((list ?? []).map((attribute) => [attribute.key, valueOf(attribute.value)]));
-}
+const KIND_NUMBERS = { UNSPECIFIED: 0, INTERNAL: 1, SERVER: 2, CLIENT: 3, PRODUCER: 4, CONSUMER: 5 } as const;
 
 export function readTraceFile(file: string): TraceSpan[] {
-  const spans: TraceSpan[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (line.trim() === "") continue;
-    const parsed = JSON.parse(line) as OtlpLine;
-    for (const resourceSpans of parsed.resourceSpans ?? []) {
-      const service = String(attributesOf(resourceSpans.resource?.attributes)["service.name"] ?? "");
-      for (const scope of resourceSpans.scopeSpans ?? []) {
-        for (const span of scope.spans ?? []) {
-          spans.push({
-            service,
-            name: span.name,
-            traceId: span.traceId,
-            spanId: span.spanId,
-            parentSpanId: span.parentSpanId ?? "",
-            kind: span.kind ?? 0,
-            attributes: attributesOf(span.attributes),
-          });
-        }
-      }
-    }
-  }
-  return spans;
+  if (!existsSync(file)) throw new Error(`no trace file at ${file}`);
+  return readSpans(file).map((span) => ({
+    service: span.service ?? "",
+    name: span.name,
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId ?? "",
+    kind: KIND_NUMBERS[span.kind],
+    attributes: span.attributes,
+  }));
 }
 
 /** The span's parent, grandparent, ... up to the root (as far as the file has them). */

@@ -1,6 +1,6 @@
 // What the plugin's tests share: the plugin tarball (packed once per content of
-// dist/ and cached), the tools the global setup built (YAML host, SDK
-// generator), and surroundings for running the `pulumi` CLI in a directory of
+// dist/ and cached), the tools they need beyond the engine (the YAML host, built on
+// first use), and surroundings for running the `pulumi` CLI in a directory of
 // its own with a private PULUMI_HOME, as a user would.
 import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -9,7 +9,6 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
-import { inject } from "vitest";
 import { PLUGIN_DOWNLOAD_URL, REPOSITORY_URL } from "../../provider/plugin/home";
 import { createPulumiTestEnv, type PulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
 
@@ -17,10 +16,22 @@ const run = promisify(execFile);
 
 export const PLUGIN_VERSION = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
 
-/** A bin directory the global setup made, or the reason it could not. */
-export function toolDir(name: "pulumiYamlBinDir" | "sdkgenBinDir"): string {
-  const dir = inject(name);
-  if (!dir || dir.startsWith("error:")) throw new Error(`${name}: ${dir || "not provided"}`);
+const ENSURE_SCRIPTS = { pulumiYamlBinDir: "scripts/ensure-pulumi-yaml" } as const;
+const toolDirs = new Map<keyof typeof ENSURE_SCRIPTS, string>();
+
+/**
+ * A tool's bin directory, built on first use in this file's process (the scripts cache it under ~/.cache and take a
+ * lock, so files running side by side build it once): the YAML language host. Only the
+ * files that need them wait for them; a failure fails those files with the script's message.
+ */
+export function toolDir(name: keyof typeof ENSURE_SCRIPTS): string {
+  let dir = toolDirs.get(name);
+  if (dir === undefined) {
+    const stdout = execFileSync(path.join(REPO_ROOT, ENSURE_SCRIPTS[name]), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+    dir = stdout.trim().split("\n").at(-1) ?? "";
+    if (!dir) throw new Error(`${ENSURE_SCRIPTS[name]} printed no bin directory`);
+    toolDirs.set(name, dir);
+  }
   return dir;
 }
 

@@ -15,7 +15,7 @@ import {
   type ReliabilityServer,
   useReliabilityServer,
 } from "./support";
-import { freePort } from "../../testkit/free-port";
+import { refusedPort } from "../../testkit/free-port";
 import { waitFor } from "../support/wait-for";
 
 const TUNING = { ...FAST_RETRIES, USER_GROUPS_HTTP_TIMEOUT_MS: "800", USER_GROUPS_MAX_ATTEMPTS: "3" };
@@ -25,7 +25,7 @@ const stacks = useReliabilityServer((started) => (rs = started));
 describe("a dead API", () => {
   it("connection refused: up fails within seconds, naming the address and ECONNREFUSED", async () => {
     // A port nothing listens on: bound once, then released.
-    const url = `http://127.0.0.1:${await freePort()}`;
+    const url = `http://127.0.0.1:${await refusedPort()}`;
     const gs = await createGroupStack("dead-refused", url, CUSTOMER_KEY, TUNING);
     stacks.push(gs);
     gs.declared = groupsOf(2, "refused");

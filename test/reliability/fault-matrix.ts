@@ -51,8 +51,17 @@ export function faultSeed(label: string): number {
   return seed;
 }
 
-/** Each rule with a probability gets its own seed, derived from the file's, the case's and the rule's place. */
+/**
+ * Each rule with a probability gets its own seed, derived from the file's, the case's and the rule's place. A chance
+ * rule must be capped (`times` at most 5: with a case's one certain firing, 6 failed attempts of a request's 8), so
+ * that no seed can fail a run with nothing wrong in the client: the seed is fresh each run.
+ */
 function seeded(rules: readonly FaultRuleInput[], fileSeed: number, caseIndex: number): FaultRuleInput[] {
+  for (const rule of rules) {
+    if (rule.probability !== undefined && (rule.times === undefined || rule.times > 5)) {
+      throw new Error(`fault matrix: a chance rule (${rule.action} on ${rule.method}) fires at most 5 times (times: ${rule.times ?? "unset"})`);
+    }
+  }
   return rules.map((rule, ruleIndex) =>
     rule.probability === undefined ? rule : { ...rule, seed: (fileSeed + caseIndex * 1_000 + ruleIndex) % 0x1_0000_0000 },
   );

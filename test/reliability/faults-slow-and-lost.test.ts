@@ -6,7 +6,7 @@ import { everyMethod, runFaultMatrix } from "./fault-matrix";
 runFaultMatrix("fl", [
   {
     name: "1.5 s latency spikes",
-    rules: [...everyMethod({ action: "delay", delayMs: 1500, times: 1 }), ...everyMethod({ action: "delay", delayMs: 1500, probability: 0.15 })],
+    rules: [...everyMethod({ action: "delay", delayMs: 1500, times: 1 }), ...everyMethod({ action: "delay", delayMs: 1500, probability: 0.15, times: 5 })],
     firedOn: API_METHODS,
   },
   {

@@ -9,6 +9,7 @@
 // that is not valid JSON is removed, as are temporary files of the dead writer.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { type Clock, systemClock } from "../../clock";
 import { assertValidStackName } from "../model";
 
 function isTorn(file: string): boolean {
@@ -52,7 +53,13 @@ export const TORN_FOR_MS = 2_000;
  * torn and stay torn for TORN_FOR_MS (their writer is dead; the data file is
  * whole). Returns the removed files (none: the failure is something else).
  */
-export async function removeLingeringTornSidecars(backendDir: string, project: string, stack: string, tornForMs = TORN_FOR_MS): Promise<string[]> {
+export async function removeLingeringTornSidecars(
+  backendDir: string,
+  project: string,
+  stack: string,
+  tornForMs = TORN_FOR_MS,
+  clock: Clock = systemClock,
+): Promise<string[]> {
   assertValidStackName(stack);
   const dir = path.join(backendDir, ".pulumi", "stacks", project);
   const org = stack.split("/");
@@ -65,7 +72,7 @@ export async function removeLingeringTornSidecars(backendDir: string, project: s
       .filter(isTorn);
   const first = torn();
   if (first.length === 0) return [];
-  await new Promise((resolve) => setTimeout(resolve, tornForMs));
+  await clock.sleep(tornForMs);
   const still = new Set(torn());
   const removed = first.filter((file) => still.has(file));
   for (const file of removed) rmSync(file, { force: true });

@@ -3,13 +3,13 @@
 // API's own setAllConfig runs `pulumi config set-all --secret KEY=VALUE`; this
 // runs `pulumi config set --stack S [--secret] KEY` once per key and writes the
 // value to its standard input, with the workspace's environment and directory.
-// Also: every error our automation code throws has each secret it knows of
-// scrubbed from it (message, stack, a CommandError's captured output, and the
-// same for each error of its `cause` chain), the backend URL's password included.
+// Also: which values a run must keep secret (secretValuesOf: the passphrase, secret
+// config, secret-named variables, the backend URL's password), for the scrubbing of
+// every error our automation code throws (client/redact.ts, scrubSecrets).
 import { spawn } from "node:child_process";
 import path from "node:path";
 import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
-import { Redactor } from "../../client/redact";
+import { scrubText } from "../../client/redact";
 import { backendUrlSecrets } from "../backend";
 import { UserGroupsError } from "../../wire/errors";
 import { WrongPassphraseError } from "./engine-errors";
@@ -45,63 +45,8 @@ export function secretValuesOf(options: SecretSources, env: NodeJS.ProcessEnv = 
   return [...values].sort((a, b) => b.length - a.length);
 }
 
-/** The text with every secret (and anything shaped like a token) replaced. */
-export function scrubText(text: string, secrets: readonly string[]): string {
-  const redactor = new Redactor();
-  for (const secret of secrets) redactor.add(secret);
-  return redactor.text(text);
-}
-
-/**
- * The same error (class and fields kept, so `instanceof` still works) with every
- * secret (and anything shaped like a token) replaced: in its message and stack,
- * and in every string it holds, however deep (a CommandError's `commandResult`,
- * the process error inside it with its own stdout and stderr, the `cause` chain).
- */
-export function scrubSecrets(error: unknown, secrets: readonly string[]): unknown {
-  if (!(error instanceof Error)) return new Error(scrubText(String(error), secrets));
-  scrubObject(error, secrets, new Set(), 0);
-  return error;
-}
-
-/** Far deeper than any error Pulumi or Node makes. */
-const MAX_SCRUB_DEPTH = 8;
-
-function scrubObject(value: object, secrets: readonly string[], seen: Set<object>, depth: number): void {
-  if (seen.has(value) || depth > MAX_SCRUB_DEPTH) return;
-  seen.add(value);
-  const record = value as Record<string, unknown>;
-  // message, stack and cause are own but not always enumerable.
-  const keys = new Set([...Object.keys(value), ...(value instanceof Error ? ["message", "stack", "cause"] : [])]);
-  for (const key of keys) {
-    let field: unknown;
-    try {
-      field = record[key];
-    } catch {
-      continue; // a getter that throws: nothing we can read, nothing it shows
-    }
-    if (typeof field === "string") {
-      const scrubbed = scrubText(field, secrets);
-      if (scrubbed !== field) {
-        try {
-          record[key] = scrubbed;
-        } catch {
-          // read-only: left as is (none of Pulumi's or Node's error fields are)
-        }
-      }
-    } else if (Array.isArray(field) && !Object.isFrozen(field)) {
-      // A list of lines (RunFailedError.diagnostics) or of errors (AggregateError.errors).
-      for (let i = 0; i < field.length; i++) {
-        const item: unknown = field[i];
-        if (typeof item === "string") field[i] = scrubText(item, secrets);
-        else if (item instanceof Error) scrubObject(item, secrets, seen, depth + 1);
-      }
-    } else if (field instanceof Error || (key === "commandResult" && field !== null && typeof field === "object")) {
-      // Only errors and Pulumi's captured command result: never an object the caller may still use (a workspace, options).
-      scrubObject(field, secrets, seen, depth + 1);
-    }
-  }
-}
+// Scrubbing itself (scrubText, scrubSecrets) has one home with the client's Redactor: client/redact.ts.
+export { scrubSecrets, scrubText } from "../../client/redact";
 
 /** What LocalWorkspace would run the CLI with: its command, directory and environment. */
 function commandOf(workspace: LocalWorkspace): { command: string; cwd: string; env: NodeJS.ProcessEnv } {

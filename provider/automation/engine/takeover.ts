@@ -378,25 +378,28 @@ async function adoptGroups(
 }
 
 /** How long a run that lost its lease gives its engine to stop on the Automation API's SIGINT before its processes are killed. */
-const LOST_RUN_GRACE_MS = 2_000;
+export const LOST_RUN_GRACE_MS = 2_000;
 
 /**
  * A run that lost its lease stops for good: the Automation API interrupts its
  * engine (SIGINT), which then goes on retrying its refused checkpoint writes for
  * half a minute and more (Pulumi retries a failed write ten times); what still
- * runs of it after LOST_RUN_GRACE_MS is killed (this host's processes carrying
- * its run id). Fenced, it could change nothing anyway; this ends its callers' wait.
+ * runs of it after LOST_RUN_GRACE_MS (on the clock) is killed (this host's
+ * processes carrying its run id). Fenced, it could change nothing anyway; this
+ * ends its callers' wait. Answers the pids it killed.
  */
-function stopLostRun(runId: string): void {
-  setTimeout(() => {
-    for (const pid of processesOfRuns([runId])) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // exited meanwhile
-      }
+export async function stopLostRun(runId: string, clock: Clock = systemClock): Promise<number[]> {
+  await clock.sleep(LOST_RUN_GRACE_MS);
+  const killed: number[] = [];
+  for (const pid of processesOfRuns([runId])) {
+    try {
+      process.kill(pid, "SIGKILL");
+      killed.push(pid);
+    } catch {
+      // exited meanwhile
     }
-  }, LOST_RUN_GRACE_MS).unref();
+  }
+  return killed;
 }
 
 export interface LeasedRunOptions {
@@ -430,7 +433,7 @@ export async function underRunLease<T>(options: LeasedRunOptions, body: (signal:
   if (options.store === undefined) return body(undefined);
   const lease = await acquireRunLease(options.store, options.stackName);
   const unmark = markRun(options.stack, lease);
-  const stopOnLoss = () => stopLostRun(lease.runId);
+  const stopOnLoss = () => void stopLostRun(lease.runId);
   lease.signal.addEventListener("abort", stopOnLoss, { once: true });
   try {
     const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });

@@ -9,7 +9,7 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../../testkit/free-port";
+import { refusedPort } from "../../../testkit/free-port";
 import { type PostgresServer, startPostgres } from "../../../testkit/postgres";
 import { REPO_ROOT } from "../../support/pulumi-env";
 import { useStackFixture } from "../../support/stack-fixture";
@@ -121,7 +121,7 @@ describe("a postgres:// backend URL with a password", () => {
   describe("an unreachable one: Pulumi quotes the URL, no error passes it on", () => {
     let unreachable: string;
     beforeAll(async () => {
-      unreachable = `postgres://postgres:${WRITTEN}@127.0.0.1:${await freePort()}/postgres?sslmode=disable`;
+      unreachable = `postgres://postgres:${WRITTEN}@127.0.0.1:${await refusedPort()}/postgres?sslmode=disable`;
     });
 
     it("the CLI, with and without --json", async () => {

@@ -192,6 +192,8 @@ describe.skipIf(process.platform !== "linux")("a replica paused mid-run (SIGSTOP
       const reportA = JSON.parse(stdoutA.trim().split("\n").at(-1) ?? "{}") as { report?: { id: string; token?: string; error?: string; code?: string }[] };
       const onServer = new Map(server.groups().map((g) => [g.user_group_id, g.token]));
       console.log(`fleet-pause: A after resuming: ${JSON.stringify(reportA.report?.map((r) => ({ id: r.id, code: r.code ?? (r.error ? "?" : "ok") })))}`);
+      // A answers every one of its calls (the worker reports each), so the checks below run once per call.
+      expect(reportA.report?.map((r) => r.id)).toEqual(idsA);
       for (const r of reportA.report ?? []) {
         if (r.error !== undefined) expect(["run_lease_lost", "run_fenced"], `${r.id}: ${r.error.slice(0, 300)}`).toContain(r.code);
         else expect(r.token, r.id).toBe(onServer.get(r.id));

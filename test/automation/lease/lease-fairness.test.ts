@@ -3,11 +3,7 @@
 // replica waited up to 78 s after a paused holder's lease expired, because the
 // replicas that always had work won the race for the lease again and again.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Client } from "pg";
-import { FileLeaseStore } from "../../../provider/automation/lease/file-store";
 import { PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
 import type { RunClaim, RunRecord } from "../../../provider/automation/lease/record";
 import { postgresTarget } from "../../../provider/client/shared-state";
@@ -37,7 +33,7 @@ function store(stack: string, waiterStaleMs = 3_000, waiterId = `replica-${++rep
 }
 
 /** Tries every `everyMs` until the lease is taken (or `deadline`); the time it was taken and the record. */
-async function waitFor(s: PostgresLeaseStore | FileLeaseStore, name: string, everyMs: number, deadline: number): Promise<{ at: number; record: RunRecord } | undefined> {
+async function waitFor(s: PostgresLeaseStore, name: string, everyMs: number, deadline: number): Promise<{ at: number; record: RunRecord } | undefined> {
   while (Date.now() < deadline) {
     const outcome = await s.tryAcquire(claim(name));
     if (outcome.acquired) return { at: Date.now(), record: outcome.record };
@@ -132,55 +128,4 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
   }, 30_000);
 });
 
-describe("the file backend lease's waiters", () => {
-  it("are served in the order they began to wait once the holder releases", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "lease-fairness-"));
-    try {
-      let replica = 0;
-      const open = (waiterId = `file-replica-${++replica}`) => new FileLeaseStore(dir, "user-groups", "fair", undefined, undefined, waiterId);
-      const holder = open();
-      const held = await holder.tryAcquire(claim("holder"));
-      expect(held.acquired).toBe(true);
-      const [a, b, c] = [open(), open(), open()];
-      for (const w of [a, b, c]) {
-        expect((await w.tryAcquire(claim("first-try"))).acquired).toBe(false);
-        await sleep(5);
-      }
-      const deadline = Date.now() + 10_000;
-      const order: string[] = [];
-      const contend = async (s: FileLeaseStore, name: string, everyMs: number, rounds: number) => {
-        for (let round = 0; round < rounds; round++) {
-          const won = await waitFor(s, `${name}-${round}`, everyMs, deadline);
-          if (!won) return;
-          order.push(name);
-          await sleep(50);
-          await s.release(won.record);
-        }
-      };
-      const contending = Promise.all([contend(a, "A", 400, 1), contend(b, "B", 10, 2), contend(c, "C", 10, 2)]);
-      await sleep(100);
-      if (held.acquired) await holder.release(held.record);
-      await contending;
-      expect(order).toEqual(["A", "B", "C", "B", "C"]);
-      // A run that gave up closes its store and leaves the queue; one that comes back with a new store takes its place back.
-      const holder2 = open();
-      const again = await holder2.tryAcquire(claim("holder-2"));
-      expect(again.acquired).toBe(true);
-      const gaveUp = open();
-      expect((await gaveUp.tryAcquire(claim("gave-up"))).acquired).toBe(false);
-      await gaveUp.close();
-      const first = open("cli-run");
-      expect((await first.tryAcquire(claim("cli-try-1"))).acquired).toBe(false);
-      await first.close();
-      const later = open();
-      expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
-      const second = open("cli-run");
-      expect((await second.tryAcquire(claim("cli-try-2"))).acquired).toBe(false);
-      if (again.acquired) await holder2.release(again.record);
-      expect((await later.tryAcquire(claim("later"))).acquired).toBe(false);
-      expect((await second.tryAcquire(claim("cli-try-3"))).acquired).toBe(true);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 30_000);
-});
+// The file backend's lease serves its waiters by the same rule: file-waiters.unit.test.ts (on a fake clock).

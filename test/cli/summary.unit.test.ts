@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { DriftReport } from "../../provider/automation/operations/drift";
 import type { GroupResult, RunResult } from "../../provider/automation/model/results";
-import { driftSummaryMarkdown, MAX_SUMMARY_CHARS, markdownCell, markdownCode, runSummaryMarkdown } from "../../provider/cli/summary";
+import { driftSummaryMarkdown, MAX_SUMMARY_CHARS, markdownCell, markdownCode, runSummaryMarkdown } from "../../provider/cli/output";
 
 const TOKEN = "a".repeat(64);
 

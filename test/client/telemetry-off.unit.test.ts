@@ -54,14 +54,13 @@ describe("telemetry with no SDK registered", () => {
   });
 
   it("the API's no-op span records nothing, and propagation injects nothing", () => {
+    // (That the client calls nothing on its spans is the test above, whose spies are on the spans the client made.)
     const span = packageTracer(PACKAGE_VERSION).startSpan("GET");
-    const setAttributes = vi.spyOn(span, "setAttributes");
     expect(span.isRecording()).toBe(false);
     expect(span.spanContext().traceId).toBe("0".repeat(32));
     const headers: Record<string, string> = {};
     propagation.inject(trace.setSpan(context.active(), span), headers);
     expect(headers).toEqual({});
-    expect(setAttributes).not.toHaveBeenCalled();
     // The meter is the no-op meter: its instruments keep nothing.
     const histogram = packageMeter(PACKAGE_VERSION).createHistogram("probe");
     expect(() => histogram.record(1)).not.toThrow();

@@ -10,6 +10,7 @@ import {
   deleteUserGroup,
   readUserGroup,
   rotateUserGroupToken,
+  rotationPauseMs,
   UserGroupExistsError,
   updateUserGroup,
 } from "../../provider/logic/operations";
@@ -203,6 +204,23 @@ describe("updateUserGroup and rotation", () => {
     expect(rotated.token).not.toBe(olds.token);
     expect(pauses).toEqual([2, 3, 4, 5]);
     expect(server.journal().filter((e) => e.method === "POST" && e.status === 200)).toHaveLength(1);
+  });
+
+  it("pauses between rounds on the client's clock: capped exponential backoff with full jitter (0-200 ms, 0-400 ms, ... 0-3.2 s)", async () => {
+    const olds = await createUserGroup(api, acme);
+    const slept: number[] = [];
+    // The clock's jitter at its top: each pause is its ceiling's (just under it).
+    const timed = new UserGroupsClient({ baseUrl: server.url, apiKey: KEY, clock: clockWith({ sleep: async (ms) => void slept.push(ms), random: () => 0.999 }) });
+    try {
+      server.setFaults([{ method: "POST", action: "reset", times: 7 }]);
+      const rotated = await rotateUserGroupToken(timed, olds);
+      expect(rotated.token).toBe(server.groups()[0]?.token);
+      // The client retries no POST by itself (its outcome is unknown): every pause here is rotation's, one per round.
+      expect(slept).toEqual([199, 399, 799, 1598, 3196, 3196, 3196]);
+    } finally {
+      await timed.close();
+    }
+    expect([2, 3, 4, 5, 6, 7, 8].map((round) => rotationPauseMs(round, () => 0))).toEqual([0, 0, 0, 0, 0, 0, 0]);
   });
 
   it("gives up after its rounds with the last error, having changed nothing", async () => {

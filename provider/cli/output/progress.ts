@@ -6,7 +6,7 @@
 // run on every event: O(N^2), and cursor-up past the screen garbled it).
 // A group's name is escaped (terminalText): only this printer's own escape
 // sequences reach the terminal.
-import type { GroupEvent } from "../automation/internal";
+import type { GroupEvent } from "../../automation/internal";
 import { terminalText } from "./terminal-text";
 
 export const MAX_IN_FLIGHT_ROWS = 10;

@@ -1,7 +1,7 @@
 // Tables for a terminal or a CI log: never a token, and every cell of outside
 // text escaped (terminalText), so that no id or name can move the cursor,
 // hide the rest of the table or fake a row.
-import type { DriftReport, RunResult } from "../automation/internal";
+import type { DriftReport, RunResult } from "../../automation/internal";
 import { changeLines } from "./change-lines";
 import { CHANGE_SYMBOL } from "./progress";
 import { countsText, driftDetail } from "./summary";

@@ -7,7 +7,9 @@ import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseCli } from "../../fake-server/cli-args.js";
 import type { FakeServer, FakeServerOptions } from "../../fake-server/index.js";
-import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from "../../fake-server/options.js";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, resolveOptions } from "../../fake-server/options.js";
 import { waitFor } from "../support/wait-for.js";
 import { KEYS, call, expectOk, start } from "./helpers.js";
 
@@ -191,6 +193,20 @@ describe("caps", () => {
     });
     expect(parseCli([])).toMatchObject({ kind: "run", config: {} });
     expect(parseCli(["--idle-timeout", "0"])).toMatchObject({ kind: "error", message: /--idle-timeout must be a whole number/ });
-    expect(DEFAULT_IDLE_TIMEOUT_MS).toBeLessThanOrEqual(10_000);
+  });
+
+  it("a server started with no options has the limits docs/fake-server.md promises: idle 5 s, 512 connections, 10 s headers, 30 s requests", () => {
+    const limits = { idleTimeoutMs: 5_000, maxConnections: 512, maxConnectionsPerAddress: 256, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 };
+    expect(resolveOptions({ apiKeys: [{ key: KEYS.customer, environment: "Customer" }] })).toMatchObject(limits);
+    // The flags' table says the same defaults (a changed default changes the docs too).
+    const docs = readFileSync(path.join(__dirname, "../../docs/fake-server.md"), "utf8");
+    const documented = (flag: string) => Number(new RegExp(`\\| \`--${flag} [A-Z]+\` \\|[^\\n]*?Default (\\d+)`).exec(docs)?.[1]);
+    expect({
+      idleTimeoutMs: documented("idle-timeout"),
+      maxConnections: documented("max-connections"),
+      maxConnectionsPerAddress: documented("max-connections-per-address"),
+      headersTimeoutMs: documented("headers-timeout"),
+      requestTimeoutMs: documented("request-timeout"),
+    }).toEqual(limits);
   });
 });

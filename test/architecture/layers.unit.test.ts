@@ -60,6 +60,13 @@ describe("layers", () => {
       // a bench importing a test's helper
       "bench/run.ts": 'import { helper } from "../test/support/helper";\nexport const bench = helper;\n',
       "test/support/helper.ts": "export const helper = 1;\n",
+      // a cycle in the benches (bench/ is checked for cycles too)
+      "bench/report.ts": 'import { floor } from "./floors";\nexport const report = floor;\n',
+      "bench/floors.ts": 'import { report } from "./report";\nexport const floor = () => report;\n',
+      // the CLI's output folder entered past its index.ts
+      "provider/cli/output/table.ts": "export const table = 1;\n",
+      "provider/cli/output/index.ts": 'export { table } from "./table";\n',
+      "provider/cli/print.ts": 'import { table } from "./output/table";\nexport const print = table;\n',
       // an OpenTelemetry SDK package outside the CLI's setup module
       "provider/client/otel.ts": 'import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";\nexport const otel = BasicTracerProvider;\n',
       "provider/cli/telemetry-setup.ts": 'export const setup = () => import("@opentelemetry/sdk-metrics");\n',
@@ -81,8 +88,11 @@ describe("layers", () => {
       "fake-server-shares-only-wire",
       "tools-not-from-tests",
       "otel-sdk-only-in-setup",
+      "cli-output-through-index",
     ]) {
       expect(fired, rule).toContain(rule);
     }
+    // The cycle among the benches is found as well as the one in the client.
+    expect(violations.filter((v) => v.rule.name === "no-cycles").map((v) => v.from.split("/")[0])).toEqual(expect.arrayContaining(["provider", "bench"]));
   });
 });

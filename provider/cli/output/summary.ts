@@ -4,7 +4,7 @@
 // are only counted. Bounded (GitHub refuses a step summary over 1 MiB and a
 // comment over 65,536 characters) and never a token: only names, changes and
 // field names are written.
-import type { DriftReport, GroupResult, RunResult } from "../automation/internal";
+import type { DriftReport, GroupResult, RunResult } from "../../automation/internal";
 import { changeLines, fieldChangeLines } from "./change-lines";
 import { markdownCell, markdownCode } from "./markdown-text";
 
