@@ -187,7 +187,7 @@ describe("no token in plaintext in any file, during or after each command", () =
     expect([...scan.hits]).toEqual([]);
     // The scan saw the document while it existed (so it would have seen a token in it).
     expect(scan.imports.size).toBe(1);
-    const [[file, seen]] = [...scan.imports];
+    const [file, seen] = [...scan.imports][0]!;
     expect(path.dirname(path.dirname(file))).toBe(tmp);
     expect(path.basename(path.dirname(file))).toMatch(/^user-groups-run-/);
     expect(seen).toEqual({ mode: 0o600, dirMode: 0o700 });
