@@ -15,6 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
+import { KNOWN_PROVIDER_TEXTS } from "../../provider/automation/engine/provider-code";
 import { USER_GROUP_TYPE } from "../../provider/resource/user-group";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, USER_GROUPS_CLI } from "../support/user-groups-cli";
@@ -124,13 +125,13 @@ function stackFile(stack: string): string {
   return path.join(env.workDir, ".user-groups", "state", ".pulumi", "stacks", "user-groups", `${stack}.json`);
 }
 
-/** A provider text this package did not write (an older version's, say), for `recover --rewrite-providers` to write back. */
+/** An older version's provider text, which `recover --rewrite-providers` writes the current one over. */
 function plantProviderText(stack: string): void {
   const stored = JSON.parse(readFileSync(stackFile(stack), "utf8")) as { checkpoint: { latest: { resources: Array<{ type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> }> } } };
   for (const resource of stored.checkpoint.latest.resources) {
     if (resource.type !== USER_GROUP_TYPE) continue;
-    resource.inputs!.__provider = "exports.handler=()=>{throw new Error('an older provider text')};";
-    resource.outputs!.__provider = "exports.handler=()=>{throw new Error('an older provider text')};";
+    resource.inputs!.__provider = KNOWN_PROVIDER_TEXTS[1];
+    resource.outputs!.__provider = KNOWN_PROVIDER_TEXTS[1];
   }
   writeFileSync(stackFile(stack), JSON.stringify(stored, null, 4));
 }
@@ -192,7 +193,7 @@ describe("no token in plaintext in any file, during or after each command", () =
     expect(path.basename(path.dirname(file))).toMatch(/^user-groups-run-/);
     expect(seen).toEqual({ mode: 0o600, dirMode: 0o700 });
     expect(filesUnder([tmp]).filter((f) => /state-import-/.test(f))).toEqual([]);
-    expect(readFileSync(stackFile("prod"), "utf8")).not.toContain("an older provider text");
+    expect(readFileSync(stackFile("prod"), "utf8")).not.toContain("is not installed where this Pulumi program runs");
   });
 
   it("a recover killed (SIGKILL) at its import leaves no file holding a token; the next recover finishes", async () => {
