@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CommandError } from "@pulumi/pulumi/automation";
 import { translateEngineError } from "../../../provider/automation/engine/engine-errors";
 import { exportIfExists, isTornRead, readStateRetrying, selectStack } from "../../../provider/automation/engine/open-stack";
+import { exportState } from "../../../provider/automation/engine/state-document";
 import { clockWith } from "../../../provider/clock";
 import { isRetryableError } from "../../../testkit/jepsen/retryable";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
@@ -53,7 +54,7 @@ describe("reading a state another run is rewriting (file backend)", () => {
         }, 1_000),
       );
       const started = Date.now();
-      const state = await selected.stack.exportStack();
+      const state = await exportState(selected.stack);
       await completed;
       expect(Date.now() - started).toBeGreaterThanOrEqual(900);
       expect(JSON.stringify(state.deployment)).toContain("marker");
