@@ -108,9 +108,14 @@ describe("writing a state", () => {
         const options = JSON.parse(process.env.STATE_DOCUMENT_OPTIONS);
         const selected = await selectStack(options, async () => ({}), { mustExist: true });
         const state = await exportState(selected.stack);
-        await importState(selected.stack, state, { beforeWrite: () => { process.stdout.write(selected.stack.workspace.workDir + "\\n"); return new Promise(() => {}); } });
+        // Held at the import as a long \`pulumi stack import\` would hold it (a live timer keeps the process up).
+        await importState(selected.stack, state, { beforeWrite: () => { process.stdout.write(selected.stack.workspace.workDir + "\\n"); return new Promise(() => setInterval(() => {}, 1000)); } });
       })();`;
-    const child = spawn(process.execPath, ["-e", script], { env: { ...process.env, STATE_DOCUMENT_OPTIONS: JSON.stringify(options) }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["-e", script], {
+      // A plain process (not one of the test runner's, whose environment may make it listen to signals itself).
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", STATE_DOCUMENT_OPTIONS: JSON.stringify(options) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const dir = await new Promise<string>((resolve, reject) => {
@@ -122,7 +127,7 @@ describe("writing a state", () => {
       child.on("close", () => reject(new Error(`the child ended first: ${stderr}`)));
     });
     expect(importFilesIn(dir)).toHaveLength(1);
-    const ended = new Promise<NodeJS.Signals | null>((resolve) => child.on("close", (_code, signal) => resolve(signal)));
+    const ended = new Promise<string>((resolve) => child.on("close", (code, signal) => resolve(`${signal ?? `exit ${code}`} ${stderr}`.trim())));
     child.kill("SIGTERM");
     // Stopped by the signal as without the listener, and the document gone.
     expect(await ended).toBe("SIGTERM");
