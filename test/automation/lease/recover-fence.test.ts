@@ -121,10 +121,12 @@ describe.skipIf(process.platform !== "linux")("a recovery paused across another 
     process.kill(-a.pid!, "SIGCONT");
     const code = await exited;
     expect(code, `${stdout}\n${stderr}`).toBe(1);
-    const error = (JSON.parse(stdout.trim().split("\n").at(-1)!) as { error: { code: string; message: string } }).error;
+    const error = (JSON.parse(stdout) as { error: { code: string; message: string } }).error;
+    console.log(`recover-fence: A after resuming: ${error.code}: ${error.message.slice(0, 300)}`);
     expect(["run_lease_lost", "run_fenced"], error.message).toContain(error.code);
     // The fence on Pulumi's table refused A's write (a statement from A's engine session, after B's epoch began).
     const refused = readFileSync(postgres.logFile, "utf8").split("\n").filter((line) => /ERROR: +run_fenced/.test(line));
+    console.log(`recover-fence: refused by the fence: ${refused.map((line) => line.slice(0, 200)).join(" | ")}`);
     expect(refused.length, "no write of A's reached the fence").toBeGreaterThan(0);
 
     // Nothing lost: B's group is in the state and in the service; the next up finds nothing to do.
