@@ -13,3 +13,4 @@ export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { assertOwnProviderCode, KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, untrustedResources, withOwnProviderCode } from "./provider-code";
+export { exportState, importState, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state-document";

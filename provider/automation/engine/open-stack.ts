@@ -14,8 +14,10 @@ import { compileCacheEnv } from "../../compile-cache-dir";
 import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
 import { inSpan, LeaseWait, RunLeaseHeldError } from "../lease";
-import { type Clock, systemClock } from "../../clock";
-import { pulumiErrorLines } from "./engine-errors";
+import { exportState, isTornRead, tornStateError } from "./state-document";
+
+// The state's reads moved to state-document.ts (issue #39); named here too, where they were.
+export { isTornRead, readStateRetrying, tornStateError, TORN_READ_WAITS_MS } from "./state-document";
 
 /** Stacks this process is running now, by backend and name. */
 const running = new Set<string>();
@@ -122,10 +124,6 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
         throw isTornRead(again) ? tornStateError(options.stack, again) : again;
       });
     });
-    // Every read of the state through this stack rides out a checkpoint another run is rewriting (file backends),
-    // in its span `user_groups.state.read` (a `pulumi stack export`: hundreds of milliseconds).
-    const exportStack = stack.exportStack.bind(stack);
-    stack.exportStack = () => inSpan("user_groups.state.read", { "user_groups.stack": options.stack }, () => readStateRetrying(exportStack, options.stack));
     if (options.config && Object.keys(options.config).length > 0) await setStackConfig(stack, options.config);
     // A new stack's salt is kept at once, not only when the run ends (the process may not live that long).
     runDir.saveSettings();
@@ -133,53 +131,6 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
   } catch (error) {
     runDir.dispose();
     throw error;
-  }
-}
-
-/**
- * A read of the state that met a checkpoint half rewritten: a file backend's
- * engine truncates and rewrites `<stack>.json.attrs` in place (gocloud's
- * fileblob), so a reader without the lock (`stack export`, `stack select`) may
- * find it empty ("failed to load checkpoint: EOF") for the moment of the write,
- * or for as long as a slow disk stalls it.
- */
-export function isTornRead(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  // A wrong passphrase or a cut database connection also fails "to load checkpoint": those are not torn files,
-  // and asking again would only hide them (as stack_locked) behind seconds of waiting.
-  if (/passphrase|secrets manager|decrypt|SQLSTATE|connection|driver: bad/i.test(error.message)) return false;
-  return /(failed to load checkpoint|could not deserialize deployment)[^\n]*(EOF|unexpected end|invalid character|unmarshal)|unexpected end of JSON input/i.test(error.message);
-}
-
-/**
- * A state still torn after the bounded retries: another run is rewriting it
- * (its writer holds the stack's lock), so "the stack is locked, ask again"
- * (StackLockedError, `stack_locked`, retryable) is what the caller is told,
- * with Pulumi's words in its cause.
- */
-export function tornStateError(stackName: string, cause: unknown): StackLockedError {
-  const said = cause instanceof Error ? pulumiErrorLines(cause.message).join("; ").slice(0, 300) : "failed to load checkpoint";
-  return new StackLockedError(stackName, { cause: new UserGroupsError("stack_locked", `The state of stack "${stackName}" was being rewritten by another run while it was read (${said}).`) });
-}
-
-/** Waits between reads of a torn state: about 3 s in all, longer than a checkpoint write takes unless its disk stalls. */
-export const TORN_READ_WAITS_MS: readonly number[] = [100, 200, 400, 800, 1_600];
-
-/**
- * Reads the state (`read`: a stack's own exportStack), again after a torn read
- * (isTornRead) while TORN_READ_WAITS_MS lasts; then tornStateError (retryable).
- * Any other error is thrown at once, as it is.
- */
-export async function readStateRetrying<T>(read: () => Promise<T>, stackName: string, clock: Clock = systemClock, waits: readonly number[] = TORN_READ_WAITS_MS): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await read();
-    } catch (error) {
-      if (!isTornRead(error)) throw error;
-      const wait = waits[attempt];
-      if (wait === undefined) throw tornStateError(stackName, error);
-      await clock.sleep(wait);
-    }
   }
 }
 
@@ -281,7 +232,7 @@ export async function exportIfExists(options: RunOptions): Promise<Deployment | 
     throw runError(error, options);
   }
   try {
-    return await selected.stack.exportStack();
+    return await exportState(selected.stack);
   } catch (error) {
     throw runError(error, options);
   } finally {

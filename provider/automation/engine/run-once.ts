@@ -13,6 +13,7 @@ import { assertOwnProviderCode } from "./provider-code";
 import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
 import { PreparedRun, openStack, runError } from "./open-stack";
 import { engineRun } from "./run-telemetry";
+import { exportState } from "./state-document";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   const counts = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
@@ -87,7 +88,7 @@ export async function runOnce(
         ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
       },
       async (signal) => {
-        const state = hooks.before ? await prepared.stack.exportStack() : undefined;
+        const state = hooks.before ? await exportState(prepared.stack) : undefined;
         if (state) await hooks.before!(state);
         const result = await runPrepared(operation, options, specs, guard, prepared, signal, state);
         // A forget that failed leaves a stale entry, which only sends a later run to this shard again.
@@ -124,7 +125,7 @@ async function runPrepared(
   try {
     // One read of the state before the engine runs: the provider code the engine would load from it
     // (provider-code.ts: nothing runs that this package did not write), and the delete guard.
-    const state = stateRead ?? (await prepared.stack.exportStack());
+    const state = stateRead ?? (await exportState(prepared.stack));
     assertOwnProviderCode(state, options.stack);
     // Mass deletion needs an explicit word, decided from the state before the engine runs.
     const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;

@@ -31,6 +31,7 @@ import { assertOwnProviderCode } from "./provider-code";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../lease";
 import { engineRun } from "./run-telemetry";
+import { exportState } from "./state-document";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
 export const QUIET_MS = 5_000;
@@ -293,7 +294,7 @@ async function takeOverTraced(
   const deadWriter = locks.length > 0 || claims.length > 0;
   const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
 
-  const exported = await options.stack.exportStack();
+  const exported = await exportState(options.stack);
   // The refresh and the adopting up below load provider code from this state: only ours may run.
   assertOwnProviderCode(exported, options.stackName);
   const deployment = exported.deployment as RawDeployment;

@@ -103,7 +103,7 @@ function expectedInputs(spec: GroupSpec): Record<string, unknown> | undefined {
 /**
  * Whether a preview of `specs` on `stack` would change nothing, judged from the
  * stack's exported state alone (see the top of this file). `deployment` is
- * `Stack.exportStack()`'s result: reading it decrypted the state's secrets, so a
+ * exportState's result (state-document.ts): reading it checked the passphrase, so a
  * wrong passphrase has already failed as it would in the engine.
  */
 export function proveUnchanged(deployment: Deployment, stack: string, specs: readonly GroupSpec[]): StateProof {

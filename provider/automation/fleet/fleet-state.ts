@@ -1,6 +1,6 @@
-// The groups a stack holds, read from its exported state (`pulumi stack export
-// --show-secrets`): no engine run, no API request. Secrets come decrypted in
-// that export, as Pulumi's secret envelope with a `plaintext` JSON text.
+// The groups a stack holds, read from its exported state (engine/state-document.ts
+// readStateWithSecrets): no engine run, no API request. Secrets come decrypted
+// in this process's memory, as Pulumi's secret envelope with a `plaintext` JSON text.
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { userGroupInputsSchema, userGroupOutputsSchema } from "../../logic/inputs";
 import { SIGNATURE_KEY } from "../../logic/reserved-values";
@@ -23,7 +23,7 @@ export interface FleetGroup {
   readonly apiEnvironmentTag?: Environment;
 }
 
-/** A secret envelope's plain value (export --show-secrets), or the value itself. */
+/** A secret envelope's plain value (readStateWithSecrets), or the value itself. */
 function revealed(value: unknown): unknown {
   if (value !== null && typeof value === "object" && SIGNATURE_KEY in value) {
     const plaintext = (value as { plaintext?: unknown }).plaintext;

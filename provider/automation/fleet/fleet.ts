@@ -9,7 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupChange, type GroupResult, type Operation, type RunOptions } from "../model";
 import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
-import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, runError, type SelectedStack, selectStack, withLockWait, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
+import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, readStateWithSecrets, runError, type SelectedStack, selectStack, withLockWait, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
 import { openShards, shardStackName, eachLimited, shardConcurrency, type ShardedStack } from "../shards";
 import { automationInstruments, automationTracer, errorTypeOf, failSpan, inSpan, type LeaseStore, leaseStoreFor, setSpanAttributes } from "../lease";
 import { UserGroupsError } from "../../wire/errors";
@@ -133,7 +133,7 @@ export class UserGroupFleet {
       const sharded = await this.shards();
       const known = await sharded.directory.read();
       const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
-        const groups = groupsInState(await (await this.stack(shard)).exportStack());
+        const groups = groupsInState(await readStateWithSecrets(await this.stack(shard)));
         // A group a state holds without an entry (a directory an older version left out of step) gets one: written only
         // where there is none, which is safe without the shard's lease (at worst a stale entry, which sends a run here).
         const missing = groups.map((group) => group.resourceName).filter((name) => !known.has(name));
@@ -343,7 +343,7 @@ export class UserGroupFleet {
   private async runEnsuresIn(shard: number, batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
     const { directory } = await this.shards();
     const stack = await this.stack(shard);
-    const held = new Map(groupsInState(await stack.exportStack()).map((group) => [group.resourceName, group]));
+    const held = new Map(groupsInState(await readStateWithSecrets(stack)).map((group) => [group.resourceName, group]));
     const toRun = new Map<string, GroupSpec>();
     for (const request of batch) {
       const group = held.get(request.resourceName);
@@ -432,7 +432,7 @@ export class UserGroupFleet {
   private async runRemovesIn(shard: number, batch: Extract<Request, { kind: "remove" }>[]): Promise<string[]> {
     const { directory } = await this.shards();
     const stack = await this.stack(shard);
-    const held = new Set(groupsInState(await stack.exportStack()).map((group) => group.resourceName));
+    const held = new Set(groupsInState(await readStateWithSecrets(stack)).map((group) => group.resourceName));
     const toRemove = new Map<string, GroupSpec>();
     for (const request of batch) {
       const spec = { name: "-", userGroupId: request.userGroupId, ...(request.profile !== undefined ? { profile: request.profile } : {}) };
@@ -449,7 +449,7 @@ export class UserGroupFleet {
         const outcome = await this.runEngine("destroy", shard, specs, async (tracker, signal) => {
           // Under the shard's run lease: a group another replica removed since the state was read above is gone
           // already ("same"), not a target the engine cannot find.
-          const stillHeld = new Set(groupsInState(await stack.exportStack()).map((group) => group.resourceName));
+          const stillHeld = new Set(groupsInState(await readStateWithSecrets(stack)).map((group) => group.resourceName));
           for (const name of [...specs.keys()]) {
             if (stillHeld.has(name)) continue;
             specs.delete(name);
@@ -462,8 +462,7 @@ export class UserGroupFleet {
             // Still under the shard's run lease: entries are dropped only for groups its state, read again now, no longer holds.
             // A forget that failed leaves a stale entry, which only sends a later run here again.
             if (!signal?.aborted) {
-              await stack
-                .exportStack()
+              await readStateWithSecrets(stack)
                 .then((deployment) => {
                   const still = new Set(groupsInState(deployment).map((group) => group.resourceName));
                   return directory.forget(names.filter((name) => !still.has(name)), shard);

@@ -12,7 +12,7 @@ import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/user-group";
 import { type FieldChange, type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
-import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure, engineRun } from "../engine";
+import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure, engineRun, readStateWithSecrets } from "../engine";
 import { inSpan, setSpanAttributes } from "../lease";
 import { withoutCredentials } from "../backend";
 
@@ -130,7 +130,7 @@ interface ExportedResource {
   outputs?: Record<string, unknown>;
 }
 
-/** A secret as `stack export --show-secrets` writes it: `{ <sig>: ..., plaintext: "<JSON>" }`. */
+/** A secret as readStateWithSecrets gives it (decrypted in this process): `{ <sig>: ..., plaintext: "<JSON>" }`. */
 function plainSecret(value: unknown): unknown {
   if (typeof value === "object" && value !== null && typeof (value as { plaintext?: unknown }).plaintext === "string") {
     return JSON.parse((value as { plaintext: string }).plaintext) as unknown;
@@ -228,7 +228,7 @@ async function readShard(options: RunOptions, mustExist: boolean): Promise<Shard
       throw error;
     }
     try {
-      const exported = await prepared.stack.exportStack();
+      const exported = await readStateWithSecrets(prepared.stack);
       // The refresh below runs the provider code the state holds: only ours may run.
       assertOwnProviderCode(exported, options.stack);
       state = stateGroupsOf(exported.deployment);

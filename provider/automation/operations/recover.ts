@@ -17,8 +17,9 @@
 // there decides nothing.
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
 import { eachShard, mergeRunResults } from "../shards";
-import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, type LeasedRunHooks, engineRun } from "../engine";
-import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, inSpan, setSpanAttributes } from "../lease";
+import type { Stack } from "@pulumi/pulumi/automation";
+import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, type LeasedRunHooks, engineRun, exportState, importState } from "../engine";
+import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, type RunLease, inSpan, setSpanAttributes } from "../lease";
 import { LiveLockError } from "../backend";
 
 export type { PendingOperation } from "../model";
@@ -119,16 +120,9 @@ async function recoverOnce(
         ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
         ...(lease ? { signal: lease.signal } : {}),
       };
-      if (rewriteProviders) {
-        const { deployment, rewritten } = withOwnProviderCode(await prepared.stack.exportStack());
-        if (rewritten > 0) {
-          await prepared.stack.importStack(deployment);
-          options.onOutput?.(`Wrote this package's provider text back into ${rewritten} place${rewritten === 1 ? "" : "s"} of stack ${JSON.stringify(options.stack)}'s state.\n`);
-        }
-      }
-      // The refresh and the up below load provider code from the state: only ours may run.
-      assertOwnProviderCode(await prepared.stack.exportStack(), options.stack);
       if (lease) {
+        // Marked before anything is written (the state's import included): every engine session of this run, from
+        // here on, carries its epoch, which the fence on a PostgreSQL backend's table checks at each write.
         markRun(prepared.stack, lease);
         // A live holder's lock, or another host's not proven dead, is left alone: nothing is touched.
         for (const lock of await lease.store.pulumiLocks()) {
@@ -141,14 +135,19 @@ async function recoverOnce(
             verdict === "live" ? "that process is still running" : "it was taken on another host, and no run of ours known to be dead held the stack's run lease there then",
           );
         }
+      }
+      if (rewriteProviders) await rewriteProviderCode(prepared.stack, options, lease);
+      // The refresh and the up below load provider code from the state: only ours may run.
+      const state = await exportState(prepared.stack);
+      assertOwnProviderCode(state, options.stack);
+      if (lease) {
         taken = await takeOver({ lease, stack: prepared.stack, stackName: options.stack, backendUrl: prepared.backendUrl, adopt: false, always: true, ...common });
         adopt = lease.current.adopt.map((entry) => entry.resourceName);
       } else {
         // A backend without a lease (S3, Azure, GCS, Pulumi Cloud): no lock files of ours to judge, and
         // no record either: an interrupted recovery there forgets the list (run it again with adoptExisting).
-        const deployment = (await prepared.stack.exportStack()).deployment;
-        taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
-        adopt = pendingCreatesOf(deployment).map((entry) => entry.resourceName);
+        taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(state.deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
+        adopt = pendingCreatesOf(state.deployment).map((entry) => entry.resourceName);
       }
       await engineRun("refresh", options.stack, () => prepared.stack.refresh({ clearPendingCreates: true, ...common }));
     } catch (error) {
@@ -172,4 +171,31 @@ async function recoverOnce(
   } finally {
     await lease?.release();
   }
+}
+
+/**
+ * Writes this package's provider text back into the state's groups
+ * (`--rewrite-providers`): from the state as the backend holds it (secrets stay
+ * ciphertext), through a private file (state-document.ts). Under a run lease the
+ * lease is confirmed (renewed: its epoch still the current one) right before the
+ * write, and the write itself is fenced by the epoch the run is marked with: a
+ * recovery that lost the stack to another run writes nothing (RunLeaseLostError).
+ */
+async function rewriteProviderCode(stack: Stack, options: RunOptions, lease: RunLease | undefined): Promise<void> {
+  const { deployment, rewritten } = withOwnProviderCode(await exportState(stack));
+  if (rewritten === 0) return;
+  try {
+    await importState(stack, deployment, lease ? { beforeWrite: () => confirmLease(lease) } : {});
+  } catch (error) {
+    // Refused by the fence on the backend's table? Then the lease says so too (renewing it fails): the lost lease is what is told.
+    if (lease && !lease.lost) await lease.update({}).catch(() => undefined);
+    throw lease?.lost ? lease.signal.reason : error;
+  }
+  options.onOutput?.(`Wrote this package's provider text back into ${rewritten} place${rewritten === 1 ? "" : "s"} of stack ${JSON.stringify(options.stack)}'s state.\n`);
+}
+
+/** Renews the lease (a write of its record under its epoch): throws its loss when another run holds the stack now. */
+async function confirmLease(lease: RunLease): Promise<void> {
+  await lease.update({});
+  if (lease.lost) throw lease.signal.reason;
 }

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CommandError } from "@pulumi/pulumi/automation";
 import { translateEngineError } from "../../../provider/automation/engine/engine-errors";
 import { exportIfExists, isTornRead, readStateRetrying, selectStack } from "../../../provider/automation/engine/open-stack";
+import { exportState } from "../../../provider/automation/engine/state-document";
 import { clockWith } from "../../../provider/clock";
 import { isRetryableError } from "../../../testkit/jepsen/retryable";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
@@ -54,7 +55,7 @@ describe("reading a state another run is rewriting (file backend)", () => {
           resolve();
         }, 1_000),
       );
-      const state = await selected.stack.exportStack();
+      const state = await exportState(selected.stack);
       // The order of events, not the clock: the read returned only after the sidecar was whole again.
       expect(whenWhole).toBe("before the read returned");
       await completed;

@@ -1,0 +1,136 @@
+// engine/state-document.ts against the real engine (issue #39 item 2): a state
+// read without `--show-secrets` holds ciphertext only, the readers that need a
+// token get it decrypted in memory (the passphrase from the environment or its
+// file, as Pulumi reads it; a wrong one refused as the engine refuses it), and a
+// state is written through a 0600 file in the run's 0700 directory that is gone
+// after the import, after a refusal before the write, and after a SIGTERM.
+import { spawn } from "node:child_process";
+import { lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { provisionUserGroups, WrongPassphraseError } from "../../../provider/automation";
+import { selectStack } from "../../../provider/automation/engine/open-stack";
+import { exportState, importState, readStateWithSecrets } from "../../../provider/automation/engine/state-document";
+import { REPO_ROOT } from "../../support/pulumi-env";
+import { useStackFixture } from "../../support/stack-fixture";
+
+const PASSPHRASE = "state-document";
+const { server, env, runOptions } = useStackFixture({ label: "state-document", passphrase: PASSPHRASE });
+
+async function withStack<T>(options: Parameters<typeof selectStack>[0], use: (stack: Awaited<ReturnType<typeof selectStack>>["stack"]) => Promise<T>): Promise<T> {
+  const selected = await selectStack(options, async () => ({}), { mustExist: true });
+  try {
+    return await use(selected.stack);
+  } finally {
+    selected.dispose();
+  }
+}
+
+function importFilesIn(dir: string): string[] {
+  return readdirSync(dir).filter((name) => name.startsWith("state-import-"));
+}
+
+describe("reading a state", () => {
+  it("exportState holds the token as ciphertext only; readStateWithSecrets decrypts it in memory; a wrong passphrase is refused", async () => {
+    const options = runOptions("read");
+    await provisionUserGroups({ ...options, groups: [{ name: "Read", userGroupId: "read" }] });
+    const token = server.groups().find((g) => g.user_group_id === "read")!.token;
+    await withStack(options, async (stack) => {
+      const exported = JSON.stringify(await exportState(stack));
+      expect(exported).not.toContain(token);
+      expect(exported).toMatch(/"ciphertext":"v1:/);
+      expect(exported).not.toContain('"plaintext"');
+      const revealed = JSON.stringify(await readStateWithSecrets(stack));
+      expect(revealed).toContain(JSON.stringify(JSON.stringify(token)).slice(1, -1));
+    });
+    // The passphrase from a file (trimmed, as Pulumi reads it), none in the environment.
+    const file = path.join(env.workDir, "passphrase.txt");
+    writeFileSync(file, `${PASSPHRASE}\n`, { mode: 0o600 });
+    const { PULUMI_CONFIG_PASSPHRASE: _fromEnv, ...withoutPassphrase } = options.envVars;
+    const { passphrase: _given, ...rest } = options;
+    const fromFile = { ...rest, envVars: { ...withoutPassphrase, PULUMI_CONFIG_PASSPHRASE_FILE: file } };
+    await withStack(fromFile, async (stack) => expect(JSON.stringify(await readStateWithSecrets(stack))).toContain(token));
+    const wrong = { ...options, passphrase: "not the passphrase" };
+    await withStack(wrong, async (stack) => {
+      await expect(exportState(stack)).rejects.toBeInstanceOf(WrongPassphraseError);
+      await expect(readStateWithSecrets(stack)).rejects.toBeInstanceOf(WrongPassphraseError);
+    });
+  });
+});
+
+describe("writing a state", () => {
+  it("goes through a 0600 file in the 0700 run directory, gone after the import and after a refusal before the write", async () => {
+    const options = runOptions("write");
+    await provisionUserGroups({ ...options, groups: [{ name: "Write", userGroupId: "write" }] });
+    const token = server.groups().find((g) => g.user_group_id === "write")!.token;
+    await withStack(options, async (stack) => {
+      const dir = stack.workspace.workDir;
+      const state = await exportState(stack);
+      // Refused before the write (a lost lease): nothing imported, the file gone.
+      let seen: { mode: number; dirMode: number; text: string } | undefined;
+      const refusal = new Error("lease lost");
+      await expect(
+        importState(stack, { ...state, deployment: { ...(state.deployment as object), resources: [] } }, {
+          beforeWrite: async () => {
+            const [name] = importFilesIn(dir);
+            const file = path.join(dir, name!);
+            seen = { mode: lstatSync(file).mode & 0o777, dirMode: lstatSync(dir).mode & 0o777, text: readFileSync(file, "utf8") };
+            throw refusal;
+          },
+        }),
+      ).rejects.toBe(refusal);
+      expect(seen).toMatchObject({ mode: 0o600, dirMode: 0o700 });
+      expect(seen!.text).not.toContain(token);
+      expect(importFilesIn(dir)).toEqual([]);
+      expect(JSON.stringify(await exportState(stack))).toContain("write");
+      // A document with decrypted secrets is never written.
+      await expect(importState(stack, await readStateWithSecrets(stack))).rejects.toMatchObject({ code: "invalid_option" });
+      expect(importFilesIn(dir)).toEqual([]);
+      // The import itself: the state as written, the file gone.
+      const marked = structuredClone(state);
+      const root = (marked.deployment as { resources: Array<{ type: string; outputs?: Record<string, unknown> }> }).resources.find((r) => r.type === "pulumi:pulumi:Stack")!;
+      root.outputs = { ...root.outputs, imported: "yes" };
+      await importState(stack, marked);
+      expect(importFilesIn(dir)).toEqual([]);
+      expect(JSON.stringify(await exportState(stack))).toContain('"imported":"yes"');
+      expect(JSON.stringify(await readStateWithSecrets(stack))).toContain(token);
+    });
+  });
+
+  it("a process stopped by SIGTERM during the import leaves no state document", async () => {
+    const options = runOptions("signal");
+    await provisionUserGroups({ ...options, groups: [{ name: "Signal", userGroupId: "signal" }] });
+    const dist = path.join(REPO_ROOT, "dist/provider/automation/engine");
+    const script = `
+      const { selectStack } = require(${JSON.stringify(path.join(dist, "open-stack.js"))});
+      const { exportState, importState } = require(${JSON.stringify(path.join(dist, "state-document.js"))});
+      (async () => {
+        const options = JSON.parse(process.env.STATE_DOCUMENT_OPTIONS);
+        const selected = await selectStack(options, async () => ({}), { mustExist: true });
+        const state = await exportState(selected.stack);
+        // Held at the import as a long \`pulumi stack import\` would hold it (a live timer keeps the process up).
+        await importState(selected.stack, state, { beforeWrite: () => { process.stdout.write(selected.stack.workspace.workDir + "\\n"); return new Promise(() => setInterval(() => {}, 1000)); } });
+      })();`;
+    const child = spawn(process.execPath, ["-e", script], {
+      // A plain process (not one of the test runner's, whose environment may make it listen to signals itself).
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", STATE_DOCUMENT_OPTIONS: JSON.stringify(options) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const dir = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes("\n")) resolve(out.trim());
+      });
+      child.on("close", () => reject(new Error(`the child ended first: ${stderr}`)));
+    });
+    expect(importFilesIn(dir)).toHaveLength(1);
+    const ended = new Promise<string>((resolve) => child.on("close", (code, signal) => resolve(`${signal ?? `exit ${code}`} ${stderr}`.trim())));
+    child.kill("SIGTERM");
+    // Stopped by the signal as without the listener, and the document gone.
+    expect(await ended).toBe("SIGTERM");
+    expect(importFilesIn(dir)).toEqual([]);
+  });
+});
