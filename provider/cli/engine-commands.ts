@@ -3,7 +3,7 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
+import { backendNotice, detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
@@ -99,6 +99,9 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     // The provider's advice (a missing key) is worded for the command line: environment variables.
     envVars: { [ENV_HINTS]: "cli" },
   };
+  // Stacks kept elsewhere than where `pulumi` would look (PULUMI_BACKEND_URL, else `pulumi login`'s backend): said once, on stderr.
+  const notice = args.json ? undefined : backendNotice(args.backendUrl || process.env.PULUMI_BACKEND_URL || `file://${path.join(workDir, "state")}`, process.env, "cli");
+  if (notice !== undefined) tell(io, notice);
   const guard = { allowDeleteAll: args.allowDeleteAll, ...(args.maxDeletes !== undefined ? { maxDeletes: args.maxDeletes } : {}) };
   // Where the lock lives, for messages about it: only asked when a lock is met.
   const backendUrl = () => workspaceOf(base).backendUrl;

@@ -163,7 +163,7 @@ export class UserGroupLifecycle {
   private clientFor(profile: string | undefined, stateOnly?: "refresh" | "destroy"): UserGroupsClient {
     const { baseUrl, apiKey, allowInsecureHttp } = (() => {
       try {
-        return resolveCredentials(profile, this.config, this.surroundings.env);
+        return resolveCredentials(profile, this.config, this.surroundings.env, stateOnly);
       } catch (error) {
         if (stateOnly === undefined || !(error instanceof MissingCredentialsError)) throw error;
         throw new MissingCredentialsError(`${error.message}${recordedConfigHint(stateOnly, this.surroundings.env)}`);
