@@ -45,23 +45,23 @@ export interface EngineFacingContext {
   readonly stateOnly?: "refresh" | "destroy";
 }
 
-/** Where the key and the base URL come from, in the words of who drives the engine. */
-function places(context: EngineFacingContext): { key: string; baseUrl: string } {
+/** Where the key and the base URL come from, in the words of who drives the engine; `recorded`: what a plain refresh or destroy uses instead. */
+function places(context: EngineFacingContext): { key: string; baseUrl: string; recorded: string } {
   const suffix = context.profile === undefined ? "" : `_${profileEnvSuffix(context.profile)}`;
   const keyVar = `${ENV_API_KEY}${suffix}`;
   const urlVar = `${ENV_BASE_URL}${suffix}`;
   const configKey = (name: string) => (context.profile === undefined ? `${CONFIG_NAMESPACE}:${name}` : `${CONFIG_NAMESPACE}:profiles.${context.profile}.${name}`);
   switch (context.env[ENV_HINTS]) {
     case "cli":
-      return { key: `${keyVar} in the environment of user-groups`, baseUrl: `${urlVar} in the environment of user-groups` };
+      return { key: `${keyVar} in the environment of user-groups`, baseUrl: `${urlVar} in the environment of user-groups`, recorded: "" };
     case "automation":
-      return { key: `${keyVar} (the environment or the \`envVars\` option)`, baseUrl: `${urlVar} (the environment or the \`envVars\` option)` };
+      return { key: `${keyVar} (the environment or the \`envVars\` option)`, baseUrl: `${urlVar} (the environment or the \`envVars\` option)`, recorded: "" };
     default: {
       const recorded =
         context.stateOnly === undefined
           ? ""
-          : ` (a plain \`pulumi ${context.stateOnly}\` uses the config the last \`pulumi up\` recorded: after changing it, run \`pulumi ${context.stateOnly} --run-program\`)`;
-      return { key: `${keyVar} or the stack's config ${configKey("apiKey")}${recorded}`, baseUrl: `${urlVar} or the stack's config ${configKey("baseUrl")}${recorded}` };
+          : ` A plain \`pulumi ${context.stateOnly}\` uses the config the last \`pulumi up\` recorded: after changing the stack's config, run \`pulumi ${context.stateOnly} --run-program\`.`;
+      return { key: `${keyVar} or the stack's config ${configKey("apiKey")}`, baseUrl: `${urlVar} or the stack's config ${configKey("baseUrl")}`, recorded };
     }
   }
 }
@@ -74,13 +74,13 @@ function fixFor(error: UserGroupApiError, context: EngineFacingContext): string 
     if (TIMEOUT_CODES.has(error.details.code ?? "")) {
       return `The service did not answer in time: check that it is up and reachable from here (${where.baseUrl}); ${TUNING_ENV.timeoutMs} sets how long each attempt waits.${rerun}`;
     }
-    return `Nothing answered there: check the base URL (${where.baseUrl}) and that the service is up and reachable from here.${rerun}`;
+    return `Nothing answered there: check the base URL (${where.baseUrl}) and that the service is up and reachable from here.${rerun}${where.recorded}`;
   }
-  if (error.kind === "invalid_response") return `That answer is not the user-groups API's: check the base URL (${where.baseUrl}).`;
+  if (error.kind === "invalid_response") return `That answer is not the user-groups API's: check the base URL (${where.baseUrl}).${where.recorded}`;
   const code = error.details.code ?? "";
   switch (error.status) {
     case 401:
-      return `The service rejected the API key (wrong, revoked or rotated): set ${where.key} to a current key of that environment.`;
+      return `The service rejected the API key (wrong, revoked or rotated): set ${where.key} to a current key of that environment.${where.recorded}`;
     case 403:
       return `This API key is read-only: use a read-write key to change groups (${where.key}).`;
     case 429:

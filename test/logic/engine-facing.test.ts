@@ -31,8 +31,8 @@ describe("a service failure as the engine prints it", () => {
     const text = message(engineFacingError("read", rejected(), { ...program, stateOnly: "refresh" }));
     expect(text).toBe(
       `Reading the user group (PUT ${URL}/api/user) for user_group_id "acme" failed after 1 attempt: HTTP 401 unauthorized: Unknown API key. ` +
-        "The service rejected the API key (wrong, revoked or rotated): set USER_GROUPS_API_KEY or the stack's config user-groups:apiKey " +
-        "(a plain `pulumi refresh` uses the config the last `pulumi up` recorded: after changing it, run `pulumi refresh --run-program`) to a current key of that environment.",
+        "The service rejected the API key (wrong, revoked or rotated): set USER_GROUPS_API_KEY or the stack's config user-groups:apiKey to a current key of that environment. " +
+        "A plain `pulumi refresh` uses the config the last `pulumi up` recorded: after changing the stack's config, run `pulumi refresh --run-program`.",
     );
     expect(text).not.toContain("Update User");
     expect(text).not.toContain("\n");
