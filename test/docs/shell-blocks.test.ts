@@ -145,6 +145,8 @@ describe("the docs' shell blocks", () => {
       "needs the real service and its API key",
       "needs the real service and its API key",
       "runs in a clone of this repository",
+      "runs in a clone of this repository",
+      "runs in a clone of this repository",
     ]);
     // A skip marker must sit right before a block: none is left dangling.
     for (const doc of DOCS) {
