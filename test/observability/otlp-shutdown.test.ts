@@ -3,12 +3,12 @@
 // in silence: the last export waits 2 s (or OTEL_EXPORTER_OTLP_TIMEOUT, when the
 // user set one), then a line says the spans were dropped and what to check.
 import { createServer, type Server } from "node:http";
-import net from "node:net";
+import type net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHUTDOWN_WAIT_MS, shutdownWaitMs, startTelemetry } from "../../provider/cli/telemetry-setup";
+import { type SilentListener, startSilentListener } from "../support/silent-listener";
 
-let silent: net.Server;
-const held = new Set<net.Socket>();
+let silent: SilentListener;
 let silentUrl = "";
 let collector: Server;
 let collectorUrl = "";
@@ -16,12 +16,8 @@ let received = 0;
 
 beforeAll(async () => {
   // Accepts connections and never answers: an endpoint behind a firewall that drops, a hung collector.
-  silent = net.createServer((socket) => {
-    held.add(socket);
-    socket.on("close", () => held.delete(socket));
-  });
-  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-  silentUrl = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+  silent = await startSilentListener();
+  silentUrl = silent.url;
   collector = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -33,8 +29,7 @@ beforeAll(async () => {
   collectorUrl = `http://127.0.0.1:${(collector.address() as net.AddressInfo).port}`;
 });
 afterAll(async () => {
-  for (const socket of held) socket.destroy();
-  await new Promise((resolve) => silent?.close(resolve));
+  await silent?.close();
   await new Promise((resolve) => collector?.close(resolve));
 });
 
