@@ -29,6 +29,9 @@ export const USAGE = `usage: user-groups-fake-server [options]
                           Without any key, one Customer read-write key is
                           generated and printed to stderr
   --data-file PATH        keep the state in PATH across restarts (atomic writes)
+  --pid-file PATH         write the server's process id to PATH before printing
+                          "listening on" (removed when it stops), so a script
+                          stops it with: kill "$(cat PATH)"
   --rate-limit N/SECONDS  at most N requests per SECONDS per API key (429 past it)
   --log                   log one line per request to stderr (never tokens or keys)
   --admin-token TOKEN     require X-Admin-Token: TOKEN on /__admin/ (needed off
@@ -56,6 +59,8 @@ export interface CliConfig {
   port: number;
   apiKeys: ApiKeyConfig[];
   dataFile?: string;
+  /** Where the process id goes once listening (the CLI's own, not a server option). */
+  pidFile?: string;
   rateLimit?: { requests: number; windowSeconds: number };
   log: boolean;
   adminToken?: string;
@@ -84,6 +89,7 @@ export function parseCli(argv: readonly string[]): CliParse {
         port: { type: "string" },
         "api-key": { type: "string", multiple: true },
         "data-file": { type: "string" },
+        "pid-file": { type: "string" },
         "rate-limit": { type: "string" },
         log: { type: "boolean" },
         "admin-token": { type: "string" },
@@ -123,6 +129,10 @@ export function parseCli(argv: readonly string[]): CliParse {
   if (values["data-file"] !== undefined) {
     if (values["data-file"] === "") return { kind: "error", message: "--data-file must not be empty" };
     config.dataFile = values["data-file"];
+  }
+  if (values["pid-file"] !== undefined) {
+    if (values["pid-file"] === "") return { kind: "error", message: "--pid-file must not be empty" };
+    config.pidFile = values["pid-file"];
   }
   if (values["rate-limit"] !== undefined) {
     const m = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(values["rate-limit"]);

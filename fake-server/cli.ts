@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // user-groups-fake-server: run the fake /api/user service from a shell.
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { ApiKeyConfig } from "./auth.js";
 import { ENV_ADMIN_TOKEN, parseCli, USAGE, type CliConfig } from "./cli-args.js";
 import { ENV_API_KEYS, parseApiKeyList, readApiKeysFile } from "./key-sources.js";
@@ -55,13 +55,24 @@ async function main(): Promise<void> {
     process.stderr.write(`no --api-key given; generated a Customer read-write API key: ${key}\n`);
   }
 
+  const { pidFile, ...serverConfig } = config;
   let server: FakeServer;
   try {
-    server = await startFakeServer(config);
+    server = await startFakeServer(serverConfig);
   } catch (error) {
     process.stderr.write(`user-groups-fake-server: ${error instanceof Error ? error.message : String(error)}\n`);
     // Bad configuration (non-loopback without admin token, unreadable data file) is a usage error.
     process.exit(2);
+  }
+  if (pidFile !== undefined) {
+    try {
+      // Before "listening on": a script that waits for that line finds the file.
+      writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o644 });
+    } catch (error) {
+      process.stderr.write(`user-groups-fake-server: cannot write --pid-file ${pidFile}: ${(error as Error).message}\n`);
+      await server.close();
+      process.exit(2);
+    }
   }
   process.stdout.write(`listening on ${server.url}\n`);
 
@@ -72,6 +83,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     stopping = true;
+    if (pidFile !== undefined) rmSync(pidFile, { force: true });
     server.close().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -3,7 +3,7 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { detectDrift, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
+import { backendNotice, detectDrift, FileRefusedError, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
@@ -36,6 +36,14 @@ function readReviewedPlan(file: string, stack: string, expected: PlanOrigin | un
   try {
     text = readRegularFile(file, MAX_PLAN_BYTES, "plan file").toString("utf8");
   } catch (error) {
+    // No plan there: the preview that writes it has not run (or its file was not kept for this job).
+    if (error instanceof FileRefusedError && error.problem === "missing") {
+      throw new PlanMismatchError(
+        "plan_file_invalid",
+        `The plan file ${JSON.stringify(file.slice(0, 300))} does not exist: \`up --plan-file\` applies the changes a \`preview --plan-file\` wrote there. ` +
+          `Run \`user-groups preview --file <groups file> --stack ${stack} --plan-file ${file.slice(0, 300)}\` first (on the pull request), and keep that file for the up. Nothing was changed.`,
+      );
+    }
     throw new PlanMismatchError("plan_file_invalid", `${error instanceof Error ? error.message : String(error)}: nothing was changed.`);
   }
   const plan = parseReviewedPlan(text);
@@ -97,6 +105,9 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     // The provider's advice (a missing key) is worded for the command line: environment variables.
     envVars: { [ENV_HINTS]: "cli" },
   };
+  // Stacks kept elsewhere than where `pulumi` would look (PULUMI_BACKEND_URL, else `pulumi login`'s backend): said once, on stderr.
+  const notice = args.json ? undefined : backendNotice(args.backendUrl || process.env.PULUMI_BACKEND_URL || `file://${path.join(workDir, "state")}`, process.env, "cli");
+  if (notice !== undefined) tell(io, notice);
   const guard = { allowDeleteAll: args.allowDeleteAll, ...(args.maxDeletes !== undefined ? { maxDeletes: args.maxDeletes } : {}) };
   // Where the lock lives, for messages about it: only asked when a lock is met.
   const backendUrl = () => workspaceOf(base).backendUrl;
@@ -107,9 +118,14 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
   const withGroups = { ...base, ...guard, groups: groups ?? [] };
   const progress: Array<{ finish(): void }> = [];
   // A fresh progress display for each run (the confirmation preview is a run of its own).
-  const options = <T extends RunOptions>(run: T): T => {
+  // `preview`: the run applies nothing, and its rows say so ("create planned (preview)", not "create done").
+  const options = <T extends RunOptions>(run: T, preview = false): T => {
     if (args.json) return run;
-    const printer = progressPrinter(io.stderr, io.progressIsTty, { ...(groups !== undefined ? { total: groups.length } : {}), ...(io.columns !== undefined ? { columns: io.columns } : {}) });
+    const printer = progressPrinter(io.stderr, io.progressIsTty, {
+      ...(groups !== undefined ? { total: groups.length } : {}),
+      ...(io.columns !== undefined ? { columns: io.columns } : {}),
+      ...(preview ? { preview } : {}),
+    });
     progress.push(printer);
     return { ...run, onEvent: printer };
   };
@@ -132,7 +148,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
       throw new FleetStackError(args.stack, args.operation);
     }
     if (changing && !args.yes) {
-      const preview = args.operation === "up" ? withCreateDetails(await previewUserGroups(options(withGroups)), groups) : undefined;
+      const preview = args.operation === "up" ? withCreateDetails(await previewUserGroups(options(withGroups, true)), groups) : undefined;
       endProgress();
       // Refused before asking: the up itself would refuse it after the yes.
       if (preview) assertDeletionsAllowed({ operation: "preview", stack: args.stack, ...plannedDeletionsOf(preview) }, guard);
@@ -150,12 +166,12 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     }
     // up --plan-file: a preview now must find exactly the reviewed changes before anything is applied.
     if (reviewed !== undefined) {
-      const now = await previewUserGroups(options(withGroups));
+      const now = await previewUserGroups(options(withGroups, true));
       endProgress();
       assertAsReviewed(reviewed, plannedChangesOf(now, groups ?? [], resourceNameOf), "a preview now finds other changes than the reviewed one");
     }
     // A new group's row shows what it declares (from the groups file): what a reviewer approves.
-    const result = withCreateDetails(await runOperation(args, io, options(withGroups)), groups);
+    const result = withCreateDetails(await runOperation(args, io, options(withGroups, args.operation === "preview")), groups);
     endProgress();
     const plan =
       args.operation === "preview" || args.operation === "up"

@@ -6,7 +6,9 @@
 // problem names the file and the entry.
 import yaml from "js-yaml";
 import { type GroupSpec, groupsDocumentSchema, validateGroups, FileRefusedError, readRegularFile } from "../automation/internal";
+import { didYouMean } from "../wire/did-you-mean";
 import { UserGroupsError } from "../wire/errors";
+import { quoteForMessage } from "../wire/issues";
 import { UsageError } from "./args";
 
 /** Far above any real groups file (5000 groups are ~1 MiB), far below what hurts. */
@@ -64,7 +66,14 @@ export function readGroupsFile(file: string): GroupSpec[] {
     if (error instanceof FileRefusedError) throw new UsageError(error.message, { cause: error });
     throw error;
   }
-  const parsed = groupsDocumentSchema.safeParse(parseGroupsText(text, file));
-  if (!parsed.success) throw new UsageError(`${file}: must hold one object with a "groups" list, and nothing else`);
+  const document = parseGroupsText(text, file);
+  const parsed = groupsDocumentSchema.safeParse(document);
+  if (!parsed.success) {
+    // A misspelt "groups:" is named with the fix.
+    const keys = document !== null && typeof document === "object" && !Array.isArray(document) ? Object.keys(document).filter((key) => key !== "groups") : [];
+    const close = keys.find((key) => didYouMean(key, ["groups"]) !== undefined);
+    const hint = close !== undefined ? ` (did you mean groups for ${quoteForMessage(close)}?)` : "";
+    throw new UsageError(`${file}: must hold one object with a "groups" list, and nothing else${hint}`);
+  }
   return validateGroups(parsed.data.groups, file);
 }

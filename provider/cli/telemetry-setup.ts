@@ -17,6 +17,7 @@ import { type Context, context, metrics, propagation, ROOT_CONTEXT, type Span, S
 import type { MetricReader, PushMetricExporter } from "@opentelemetry/sdk-metrics";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { allowedAttributes, packageTracer, type TelemetryAttributes } from "../telemetry";
+import { systemClock } from "../clock";
 import { PACKAGE_VERSION } from "../version";
 import { metricExportIntervalMs, otelExportersOf, type OtelEnv, otlpProtocolOf, telemetryRequested } from "../otel-env";
 
@@ -26,6 +27,29 @@ type Env = OtelEnv;
 export { telemetryRequested };
 const exportersOf = otelExportersOf;
 const protocolOf = otlpProtocolOf;
+
+/** How long the last export may hold a command's exit by default: an unreachable endpoint would hold it for the exporters' 10 s. */
+export const SHUTDOWN_WAIT_MS = 2_000;
+
+/** The wait for the last export: the user's OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]TIMEOUT (ms) when set, else SHUTDOWN_WAIT_MS. */
+export function shutdownWaitMs(env: Env): number {
+  const asked = [env.OTEL_EXPORTER_OTLP_TIMEOUT, env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, env.OTEL_EXPORTER_OTLP_METRICS_TIMEOUT]
+    .map((text) => (text !== undefined && /^\d{1,7}$/.test(text.trim()) ? Number(text.trim()) : undefined))
+    .filter((ms): ms is number => ms !== undefined);
+  return asked.length > 0 ? Math.max(...asked) : SHUTDOWN_WAIT_MS;
+}
+
+/** Where the OTLP export went, for the line that says it was given up: the endpoint variable's value, without user info or query. */
+function endpointOf(env: Env): string {
+  const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!url) return "the OTLP endpoint";
+  try {
+    const parsed = new URL(url);
+    return `the OTLP endpoint ${parsed.protocol}//${parsed.host}${parsed.pathname === "/" ? "" : parsed.pathname}`;
+  } catch {
+    return "the OTLP endpoint";
+  }
+}
 
 async function spanExporterOf(kind: string, env: Env): Promise<SpanExporter> {
   if (kind === "console") return new (await import("@opentelemetry/sdk-trace-base")).ConsoleSpanExporter();
@@ -59,8 +83,12 @@ export interface Telemetry {
    * if any), the active span while it runs; ends it when `work` settles.
    */
   inRootSpan<T>(name: string, attributes: TelemetryAttributes, work: (span: Span) => Promise<T>): Promise<T>;
-  /** Exports what is left (spans, a last collection of the metrics) and stops the SDK. Never throws. */
-  shutdown(): Promise<void>;
+  /**
+   * Exports what is left (spans, a last collection of the metrics) and stops the SDK,
+   * waiting at most shutdownWaitMs. Never throws. Resolves with a line to show when it
+   * gave up (an endpoint that takes nothing), else undefined.
+   */
+  shutdown(): Promise<string | undefined>;
 }
 
 export interface TelemetryOptions {
@@ -117,15 +145,25 @@ export async function startTelemetry(env: Env, options: TelemetryOptions): Promi
         }
       });
     },
-    async shutdown(): Promise<void> {
-      if (stopped) return;
+    async shutdown(): Promise<string | undefined> {
+      if (stopped) return undefined;
       stopped = true;
-      // Spans and metrics of a short run must arrive: flushed, then stopped (each exporter's own timeout bounds it).
-      await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
+      // Spans and metrics of a short run must arrive: flushed, then stopped; but an endpoint that takes nothing
+      // (unreachable, refusing) would hold the exit for the exporters' own 10 s and their retries, silently.
+      const waitMs = shutdownWaitMs(env);
+      const giveUp = new AbortController();
+      const finished = Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]).then(() => "done" as const);
+      const outcome = await Promise.race([finished, systemClock.sleep(waitMs, giveUp.signal).then(() => "timed-out" as const, () => "done" as const)]);
+      giveUp.abort();
       trace.disable();
       metrics.disable();
       propagation.disable();
       context.disable();
+      if (outcome === "done") return undefined;
+      return (
+        `OpenTelemetry: ${endpointOf(env)} did not take the last spans and metrics within ${waitMs / 1000} s; they were dropped. ` +
+        "Check OTEL_EXPORTER_OTLP_ENDPOINT (is the collector up and reachable from here?), or set OTEL_EXPORTER_OTLP_TIMEOUT (ms) to wait longer."
+      );
     },
   };
 }

@@ -77,7 +77,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return code;
       });
     } finally {
-      await telemetry.shutdown();
+      const gaveUp = await telemetry.shutdown();
+      if (gaveUp !== undefined) {
+        io.stderr(`user-groups: ${terminalMessage(gaveUp)}\n`);
+        // The exporters' requests and retry timers would still hold the process for their own timeout.
+        exportAbandoned = true;
+      }
     }
   } catch (error) {
     // Not one of ours: a bug, or something underneath (a module that failed to load).
@@ -85,6 +90,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode: EXIT_FAILED }, json);
   }
 }
+
+/** Set when the last telemetry export was given up: the command exits at once rather than wait for the exporters. */
+let exportAbandoned = false;
 
 if (require.main === module) {
   const io: CliIo = {
@@ -106,6 +114,7 @@ if (require.main === module) {
   main(process.argv.slice(2), io).then(
     (code) => {
       process.exitCode = code;
+      if (exportAbandoned) process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
     },
     (error: unknown) => {
       // main reports every failure itself; this is a failure to report one.

@@ -55,8 +55,14 @@ export class UserGroupApiError extends UserGroupsError {
   }
 }
 
-function describeFailure(d: ApiErrorDetails): string {
-  const what = `${OPERATION_TITLES[d.method]} (${d.method} ${d.baseUrl}/api/user)`;
+/**
+ * What failed, one line: `subject` names the request (by default the interface's
+ * title of its method, "Update User"; the provider names the Pulumi operation
+ * instead, since a refresh reads with a PUT); `hint` adds what to do where one
+ * fits every caller.
+ */
+export function describeFailure(d: ApiErrorDetails, subject: string = OPERATION_TITLES[d.method], hint = true): string {
+  const what = `${subject} (${d.method} ${d.baseUrl}/api/user)`;
   const target = [
     d.userGroupId !== undefined ? `user_group_id "${d.userGroupId}"` : undefined,
     d.environment !== undefined ? `environment ${d.environment}` : undefined,
@@ -65,9 +71,10 @@ function describeFailure(d: ApiErrorDetails): string {
     .join(", ");
   const tries = d.attempts === 1 ? "1 attempt" : `${d.attempts} attempts`;
   const head = `${what}${target ? ` for ${target}` : ""} failed after ${tries}`;
+  const advice = hint ? hintFor(d) : "";
   switch (d.kind) {
     case "http":
-      return `${head}: HTTP ${d.status}${d.code ? ` ${d.code}` : ""}${d.serverMessage ? `: ${d.serverMessage}` : ""}${hintFor(d)}`;
+      return `${head}: HTTP ${d.status}${d.code ? ` ${d.code}` : ""}${d.serverMessage ? `: ${d.serverMessage}` : ""}${advice}`;
     case "network":
       return `${head}: no answer from ${d.baseUrl}${d.code ? ` (${d.code})` : ""}${d.serverMessage ? `: ${d.serverMessage}` : ""}${
         d.ambiguous ? "; the request may have been carried out" : ""

@@ -76,16 +76,37 @@ function allowedByJob(url: string, env: NodeJS.ProcessEnv): boolean {
  * job lists it in USER_GROUPS_ALLOWED_BASE_URLS. With no URL in the environment, a Pulumi program's
  * own config is the user's (allowed); the `user-groups` command's is a committed file's (not).
  */
-function assertBaseUrlAllowed(configured: string, fromEnv: string | undefined, who: string, configKey: string, envVar: string, env: NodeJS.ProcessEnv): void {
+function assertBaseUrlAllowed(
+  configured: string,
+  fromEnv: string | undefined,
+  who: string,
+  configKey: string,
+  envVar: string,
+  env: NodeJS.ProcessEnv,
+  recorded: RecordedConfigRun | undefined,
+): void {
   if (allowedByJob(configured, env)) return;
   if (fromEnv !== undefined ? comparableUrl(fromEnv) === comparableUrl(configured) : env[ENV_HINTS] !== "cli") return;
   const against = fromEnv !== undefined ? `${envVar} names another` : `${envVar} is not set`;
+  const named = `${configKey} names ${JSON.stringify(comparableUrl(configured).slice(0, 200))}; ${against}`;
+  if (recorded !== undefined && env[ENV_HINTS] === undefined) {
+    // A plain refresh or destroy: the config is the one the last up recorded, which `pulumi config rm` does not change.
+    throw new BaseUrlNotAllowedError(
+      `The base URL in stack config for ${who} is not the environment's (${named}), so the API key was not sent. Nothing was sent. ` +
+        `A plain \`pulumi ${recorded}\` runs with the configuration the last \`pulumi up\` recorded in the state, not the stack's current one: ` +
+        `remove ${configKey} from the stack's config if it is still there (\`pulumi config rm ${configKey}\`), then run \`pulumi ${recorded} --run-program\` ` +
+        `(it runs the program, which records the current configuration); or, if the job means that URL, list it in ${ENV_ALLOWED_BASE_URLS}.`,
+    );
+  }
   throw new BaseUrlNotAllowedError(
-    `The base URL in stack config for ${who} is not the environment's (${configKey} names ${JSON.stringify(comparableUrl(configured).slice(0, 200))}; ${against}), ` +
+    `The base URL in stack config for ${who} is not the environment's (${named}), ` +
       `so the API key was not sent: stack config may come from a committed file. Nothing was sent. Remove ${configKey} from the stack's config, ` +
       `or, if the job means it, list the URL in ${ENV_ALLOWED_BASE_URLS}.`,
   );
 }
+
+/** A refresh or destroy run without the program: Pulumi gives the provider the config the last up recorded in the state. */
+export type RecordedConfigRun = "refresh" | "destroy";
 
 /** The start of a MissingCredentialsError's message, as it reaches the engine's diagnostics. */
 export const MISSING_CREDENTIALS = /^No (?:base URL|API key) for (?:the default profile|profile "[^"]*"): /;
@@ -110,7 +131,8 @@ function nonEmptyString(value: unknown): string | undefined {
   return typeof value === "string" && value.length > 0 ? value : undefined;
 }
 
-export function resolveCredentials(profile: string | undefined, config: ConfigLookup, env: NodeJS.ProcessEnv): Credentials {
+/** `recorded`: the run may have the config the last up recorded rather than the current one (a refresh or destroy); the refusals say so. */
+export function resolveCredentials(profile: string | undefined, config: ConfigLookup, env: NodeJS.ProcessEnv, recorded?: RecordedConfigRun): Credentials {
   let fromConfig: { baseUrl?: string; apiKey?: string };
   let envSuffix = "";
   let configHint: { baseUrl: string; apiKey: string };
@@ -132,7 +154,7 @@ export function resolveCredentials(profile: string | undefined, config: ConfigLo
   }
   const envBaseUrl = nonEmptyString(env[`${ENV_BASE_URL}${envSuffix}`]);
   const who = profile === undefined ? "the default profile" : `profile "${profile}"`;
-  if (fromConfig.baseUrl !== undefined) assertBaseUrlAllowed(fromConfig.baseUrl, envBaseUrl, who, configHint.baseUrl, `${ENV_BASE_URL}${envSuffix}`, env);
+  if (fromConfig.baseUrl !== undefined) assertBaseUrlAllowed(fromConfig.baseUrl, envBaseUrl, who, configHint.baseUrl, `${ENV_BASE_URL}${envSuffix}`, env, recorded);
   const baseUrl = fromConfig.baseUrl ?? envBaseUrl;
   const apiKey = fromConfig.apiKey ?? nonEmptyString(env[`${ENV_API_KEY}${envSuffix}`]);
   const hints = credentialHints(env[ENV_HINTS], configHint, envSuffix, profile !== undefined);
@@ -175,7 +197,7 @@ function credentialHints(caller: string | undefined, configKeys: { baseUrl: stri
  * the current one. Only for a plain Pulumi run: the `user-groups` command and
  * the library pass credentials in the environment of every run.
  */
-export function recordedConfigHint(operation: "refresh" | "destroy", env: NodeJS.ProcessEnv): string {
+export function recordedConfigHint(operation: RecordedConfigRun, env: NodeJS.ProcessEnv): string {
   if (env[ENV_HINTS] !== undefined) return "";
   return (
     ` If you set it with \`pulumi config set\` after the last \`pulumi up\`: \`pulumi ${operation}\` runs with the configuration that up recorded in the state, ` +

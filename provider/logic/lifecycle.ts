@@ -10,6 +10,7 @@ import { runFenceFromEnv } from "../client/run-fence";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";
+import { type EngineOperation, engineFacingError } from "./engine-facing";
 import { type CheckedInputs, type CheckResult, checkInputs, type UserGroupOutputs } from "./inputs";
 import { createUserGroup, deleteUserGroup, readUserGroup, type ReadOutcome, updateUserGroup } from "./operations";
 import { type ReservedValueProblem, ReservedValueError, reservedValueProblems } from "./reserved-values";
@@ -152,43 +153,58 @@ export class UserGroupLifecycle {
 
   create(inputs: Record<string, unknown>): Promise<UserGroupOutputs> {
     const checked = inputs as unknown as CheckedInputs;
-    return traced("create", groupIdOf(inputs), async () => {
-      refuseReservedValues("create", [{ props: inputs, unknownValues: "refuse" }]);
-      return createUserGroup(this.clientFor(checked.profile), checked);
-    });
+    return this.worded("create", checked.profile, undefined, () =>
+      traced("create", groupIdOf(inputs), async () => {
+        refuseReservedValues("create", [{ props: inputs, unknownValues: "refuse" }]);
+        return createUserGroup(this.clientFor(checked.profile), checked);
+      }),
+    );
   }
 
   read(olds: Record<string, unknown>): Promise<ReadOutcome> {
     const held = olds as unknown as UserGroupOutputs;
-    return traced(
-      "read",
-      groupIdOf(olds),
-      () => readUserGroup(this.clientFor(held.profile, "refresh"), held),
-      (outcome) => (outcome.found ? "found" : "gone"),
+    return this.worded("read", held.profile, "refresh", () =>
+      traced(
+        "read",
+        groupIdOf(olds),
+        () => readUserGroup(this.clientFor(held.profile, "refresh"), held),
+        (outcome) => (outcome.found ? "found" : "gone"),
+      ),
     );
   }
 
   update(olds: Record<string, unknown>, news: Record<string, unknown>): Promise<UserGroupOutputs> {
     const checked = news as unknown as CheckedInputs;
-    return traced("update", groupIdOf(news), async () => {
-      refuseReservedValues("update", [
-        { props: olds, unknownValues: "refuse", of: "the state" },
-        { props: news, unknownValues: "refuse" },
-      ]);
-      return updateUserGroup(this.clientFor(checked.profile), olds as unknown as UserGroupOutputs, checked);
-    });
+    return this.worded("update", checked.profile, undefined, () =>
+      traced("update", groupIdOf(news), async () => {
+        refuseReservedValues("update", [
+          { props: olds, unknownValues: "refuse", of: "the state" },
+          { props: news, unknownValues: "refuse" },
+        ]);
+        return updateUserGroup(this.clientFor(checked.profile), olds as unknown as UserGroupOutputs, checked);
+      }),
+    );
   }
 
   delete(olds: Record<string, unknown>): Promise<void> {
     const held = olds as unknown as UserGroupOutputs;
-    return traced("delete", groupIdOf(olds), () => deleteUserGroup(this.clientFor(held.profile, "destroy"), held));
+    return this.worded("delete", held.profile, "destroy", () => traced("delete", groupIdOf(olds), () => deleteUserGroup(this.clientFor(held.profile, "destroy"), held)));
+  }
+
+  /** Runs an operation; its failure leaves worded for the engine (engine-facing.ts): one line, the operation, the cause, the fix. */
+  private async worded<T>(operation: EngineOperation, profile: string | undefined, stateOnly: "refresh" | "destroy" | undefined, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw engineFacingError(operation, error, { profile, env: this.surroundings.env, ...(stateOnly !== undefined ? { stateOnly } : {}) });
+    }
   }
 
   /** `stateOnly`: an operation Pulumi runs with the provider config the state recorded (a refresh or a destroy without the program). */
   private clientFor(profile: string | undefined, stateOnly?: "refresh" | "destroy"): UserGroupsClient {
     const { baseUrl, apiKey, allowInsecureHttp } = (() => {
       try {
-        return resolveCredentials(profile, this.config, this.surroundings.env);
+        return resolveCredentials(profile, this.config, this.surroundings.env, stateOnly);
       } catch (error) {
         if (stateOnly === undefined || !(error instanceof MissingCredentialsError)) throw error;
         throw new MissingCredentialsError(`${error.message}${recordedConfigHint(stateOnly, this.surroundings.env)}`);

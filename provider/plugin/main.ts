@@ -6,6 +6,7 @@ import "./require-node"; // first: an older node would fail obscurely further on
 import { startProviderTelemetryIfWanted } from "../telemetry-preload";
 import { saveCompileCache } from "../compile-cache"; // covers the modules loaded after it
 import { main } from "@pulumi/pulumi/provider";
+import { quietHostEcho } from "../logic/engine-facing";
 import { hookProviderServer } from "./server-hooks";
 import { UserGroupPluginProvider } from "./provider";
 
@@ -13,6 +14,8 @@ import { UserGroupPluginProvider } from "./provider";
 // for metrics, the HTTP client's metrics to that endpoint (before the server starts).
 startProviderTelemetryIfWanted("plugin", true);
 const provider = new UserGroupPluginProvider();
+// The provider server echoes a failed read or delete with its stack trace: the engine prints our one line instead.
+quietHostEcho();
 hookProviderServer((config) => provider.configure(config));
 saveCompileCache();
 main(provider, process.argv.slice(2)).catch((error: unknown) => {

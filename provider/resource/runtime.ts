@@ -6,6 +6,7 @@
 import "./require-node"; // first: on a Node.js older than 22, say so instead of failing obscurely later
 import { saveCompileCache } from "../compile-cache"; // it covers the modules loaded after it
 import type * as pulumi from "@pulumi/pulumi";
+import { quietHostEcho } from "../logic/engine-facing";
 import { PROCESS_ENVIRONMENT, type ProviderEnvironment, UserGroupLifecycle } from "../logic/lifecycle";
 import { watchEngineOfThisProcess } from "./engine-watchdog";
 
@@ -57,6 +58,8 @@ export class UserGroupProvider implements pulumi.dynamic.ResourceProvider {
 
 /** The one instance the dynamic-provider process uses for every UserGroup. */
 export const userGroupProvider = new UserGroupProvider();
+// Pulumi's dynamic-provider host echoes a failed read or delete with its stack trace: the engine prints our one line instead.
+quietHostEcho();
 // A provider whose engine was killed exits within seconds instead of working on alone.
 watchEngineOfThisProcess();
 saveCompileCache();

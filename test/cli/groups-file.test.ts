@@ -137,6 +137,18 @@ describe("user-groups validate", () => {
     }
   });
 
+  it("a misspelt key gets the key it is closest to, as a misspelt command or option does (#41 item 5)", () => {
+    const typos = file("typos.yaml", "groups:\n  - { nmae: Acme, userGroupId: acme }\n  - { name: Globex, userGroupID: globex, colour: red }\n");
+    const run = cli("validate", "--file", typos);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('groups[0] (userGroupId "acme"): the group has an unknown key "nmae" (did you mean name?)');
+    // Several keys: each close one named; a key close to none (colour) is listed without a guess.
+    expect(run.stderr).toContain('groups[1]: the group has unknown keys "userGroupID", "colour" (did you mean userGroupId for "userGroupID"?)');
+    const top = cli("validate", "--file", file("top.yaml", "group:\n  - { name: Acme, userGroupId: acme }\n"));
+    expect(top.status).toBe(2);
+    expect(top.stderr).toContain(`${path.join(dir, "top.yaml")}: must hold one object with a "groups" list, and nothing else (did you mean groups for "group"?)`);
+  });
+
   it("exits 2 naming the file and the entry", () => {
     const bad = file("bad.yaml", "groups:\n  - { name: A, userGroupId: a }\n  - { name: B, userGroupId: a }\n");
     const run = cli("validate", "--file", bad);

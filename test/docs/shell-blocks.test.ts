@@ -1,14 +1,19 @@
-// The docs run as written (issue #33, item 7): every `sh` block of README.md,
-// docs/cli.md and docs/gitops.md, in that order, in one bash (-euo pipefail),
-// from a blank directory outside the repository, against the emulator the
-// README starts. A block written as a file (```ts index.ts) is written to that
-// file where it appears. A block that cannot run here says so on the line
-// before it, with the reason (CONTRIBUTING.md, "Docs that run"):
+// The docs run as written (issues #33 item 7, #41 item 1): every `sh` block of
+// README.md, docs/cli.md, docs/gitops.md, docs/observability.md and
+// docs/fleet-replicas.md, in that order, in one bash (-euo pipefail), from a
+// blank directory outside the repository, against the emulator the README
+// starts, with no terminal and nothing a reader would not have: no answer to a
+// question, no flag or variable the docs do not give. A block written as a file
+// (```ts index.ts) is written to that file where it appears; a block indented
+// in a list item counts as well. A block that cannot run here says so on the
+// line before it, with the reason (CONTRIBUTING.md, "Docs that run"):
 //   <!-- docs-test: skip: needs the real service and its API key -->
 // Only what the README assumes is given: Pulumi and Node.js >= 22 on PATH, a
 // PULUMI_CONFIG_PASSPHRASE, and, standing in for `npm install` (the npm
-// registry is not used here), this repository's package in node_modules.
-// PULUMI_SKIP_CONFIRMATIONS stands in for the person who answers `pulumi up`.
+// registry is not used here), this repository's package in node_modules. At
+// the end the emulator is stopped the way the README says, and the script
+// waits for it: an emulator that outlived that would hold the run until its
+// time ran out.
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -45,7 +50,9 @@ function runScript(script: string, cwd: string, env: NodeJS.ProcessEnv, timeoutM
     });
   });
 }
-const DOCS = ["README.md", "docs/cli.md", "docs/gitops.md"];
+const DOCS = ["README.md", "docs/cli.md", "docs/gitops.md", "docs/observability.md", "docs/fleet-replicas.md"];
+/** The docs whose shell blocks make the flow (the others add to it). */
+const FLOW_DOCS = ["README.md", "docs/cli.md", "docs/gitops.md"];
 const SKIP = /^<!-- docs-test: skip: (.+) -->$/;
 
 interface Block {
@@ -62,20 +69,29 @@ function fencedBlocks(doc: string, markdown: string): Block[] {
   const lines = markdown.split("\n");
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\S.*)?$/.exec(lines[i]!);
+    // A fence may be indented (a block in a list item): its lines are, by as much.
+    const open = /^( *)```(\S.*)?$/.exec(lines[i]!);
     if (open === null) continue;
+    const indent = open[1]!;
     const start = i;
     const body: string[] = [];
-    for (i++; i < lines.length && lines[i] !== "```"; i++) body.push(lines[i]!);
+    for (i++; i < lines.length && lines[i] !== `${indent}\`\`\``; i++) body.push(lines[i]!.startsWith(indent) ? lines[i]!.slice(indent.length) : lines[i]!);
     let before = start - 1;
     while (before >= 0 && lines[before]!.trim() === "") before--;
     const skip = before >= 0 ? SKIP.exec(lines[before]!.trim())?.[1] : undefined;
-    blocks.push({ doc, line: start + 1, info: open[1] ?? "", text: body.join("\n"), ...(skip !== undefined ? { skip } : {}) });
+    blocks.push({ doc, line: start + 1, info: open[2] ?? "", text: body.join("\n"), ...(skip !== undefined ? { skip } : {}) });
   }
   return blocks;
 }
 
-/** The blocks as one bash script: files written, sh blocks run, each announced by its place. */
+/** How the README says to stop the emulator, as written there (a code span). */
+const STOP_EMULATOR = (() => {
+  const stop = /`(kill "\$\(cat fake-server\.pid\)")` stops the emulator/.exec(readFileSync(path.join(REPO_ROOT, "README.md"), "utf8"))?.[1];
+  if (stop === undefined) throw new Error("README.md no longer says how to stop the emulator");
+  return stop;
+})();
+
+/** The blocks as one bash script: files written, sh blocks run, each announced by its place; then the emulator stopped, as the README says. */
 function scriptOf(blocks: readonly Block[]): string {
   const parts = ["set -euo pipefail"];
   for (const block of blocks) {
@@ -87,6 +103,8 @@ function scriptOf(blocks: readonly Block[]): string {
       parts.push(`cat > ${JSON.stringify(file)} <<'__DOCS_FILE__'\n${block.text}\n__DOCS_FILE__`);
     }
   }
+  // Stopped as written, then waited for: bash's `wait` returns once every job it started (npx, and so the emulator) has ended.
+  parts.push(`printf '\\n### stop the emulator\\n'`, STOP_EMULATOR, "wait", `printf '\\n### the emulator stopped\\n'`);
   return `${parts.join("\n")}\n`;
 }
 
@@ -112,7 +130,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("the docs' shell blocks", () => {
   it("each doc has blocks that run, and every block left out says why", () => {
-    for (const doc of DOCS) expect(all.filter((b) => b.doc === doc && b.info === "sh" && b.skip === undefined).length, doc).toBeGreaterThan(0);
+    for (const doc of [...FLOW_DOCS, "docs/observability.md"]) expect(all.filter((b) => b.doc === doc && b.info === "sh" && b.skip === undefined).length, doc).toBeGreaterThan(0);
+    // Nothing that needs a terminal: every `pulumi up`, `destroy` or `refresh` of a block runs without asking.
+    for (const block of all.filter((b) => b.info === "sh" && b.skip === undefined)) {
+      for (const line of block.text.split("\n").filter((l) => /\bpulumi (up|destroy|refresh)\b/.test(l))) expect(line, `${block.doc}:${block.line}`).toMatch(/ --yes\b/);
+      expect(block.text, `${block.doc}:${block.line}`).not.toMatch(/\bkill %/);
+    }
     const skipped = all.filter((b) => b.skip !== undefined);
     for (const block of skipped) expect(block.info, `${block.doc}:${block.line}`).toBe("sh");
     // What cannot run here, and nothing else: the registry, the real service, a clone of the repository.
@@ -121,6 +144,8 @@ describe("the docs' shell blocks", () => {
       "needs the npm registry; the test installs this repository's package in its place",
       "needs the real service and its API key",
       "needs the real service and its API key",
+      "runs in a clone of this repository",
+      "runs in a clone of this repository",
       "runs in a clone of this repository",
     ]);
     // A skip marker must sit right before a block: none is left dangling.
@@ -137,7 +162,6 @@ describe("the docs' shell blocks", () => {
       // Pulumi finds its home through the passwd entry, not HOME: ~/.pulumi for a user, here the blank directory's.
       PULUMI_HOME: path.join(dir, ".pulumi"),
       PULUMI_SKIP_UPDATE_CHECK: "true",
-      PULUMI_SKIP_CONFIRMATIONS: "true",
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       PULUMI_CONFIG_PASSPHRASE: "docs-test-passphrase",
       PATH: [inject("pulumiBinDir"), path.dirname(process.execPath), "/usr/local/bin", "/usr/bin", "/bin"].join(path.delimiter),
@@ -155,6 +179,12 @@ describe("the docs' shell blocks", () => {
     expect(stdout).toMatch(/drift of stack "prod": in sync \(2 groups read/);
     expect(stdout).toMatch(/destroy of stack "prod": 0 created, 0 updated, 0 replaced, 2 deleted/);
     expect(stdout).toMatch(/up of stack "prod": 2 created, 0 updated, 0 replaced, 0 deleted, 0 unchanged/);
+    // The emulator stopped the way the README says, in a script: the wait for it returned.
+    expect(stdout).toContain("### the emulator stopped");
+    // One story for where state lives: the command said its stacks are not in the backend `pulumi login` chose, and where they are.
+    expect(stderr).toContain(
+      `user-groups: the stacks of this run are kept in file://${dir}/.user-groups/state, not in the backend \`pulumi login\` chose (file://${dir}/.pulumi-state)`,
+    );
     // The state went where the README logged in: under the home directory.
     expect(readFileSync(path.join(dir, ".pulumi", "credentials.json"), "utf8")).toContain(`file://${dir}/.pulumi-state`);
     expect(readdirSync(path.join(dir, ".pulumi-state", ".pulumi", "stacks"), { recursive: true }).join(" ")).toMatch(/dev\.json/);

@@ -1,4 +1,7 @@
 // The user-groups-fake-server command: listening line, keys, flags, graceful stop.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, type CliRun } from "./cli-process.js";
@@ -40,6 +43,31 @@ describe("user-groups-fake-server", () => {
     expect(await run.exited).toBe(0);
     expect(run.stdout()).toBe(`listening on ${url}\n`);
     expect(run.stderr()).not.toContain("cli-key-customer");
+  });
+
+  it("--pid-file: the process id is there when the listening line is, `kill \"$(cat PATH)\"` stops it, and the file goes", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "fake-server-pid-"));
+    try {
+      const pidFile = path.join(dir, "fake-server.pid");
+      const run = cli(["--api-key", "cli-key-customer=Customer", "--pid-file", pidFile]);
+      const url = await run.listening;
+      expect(readFileSync(pidFile, "utf8")).toBe(`${run.child.pid}\n`);
+      expect((await get(url, "cli-key-customer", "a")).status).toBe(200);
+      process.kill(Number(readFileSync(pidFile, "utf8")), "SIGTERM");
+      expect(await run.exited).toBe(0);
+      expect(existsSync(pidFile)).toBe(false);
+      expect(run.stdout()).toBe(`listening on ${url}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("--pid-file that cannot be written: said, exit 2, nothing left listening", async () => {
+    const run = cli(["--api-key", "cli-key-customer=Customer", "--pid-file", "/nonexistent-dir/x.pid"]);
+    run.listening.catch(() => undefined);
+    expect(await run.exited).toBe(2);
+    expect(run.stderr()).toContain("cannot write --pid-file /nonexistent-dir/x.pid");
+    expect(run.stdout()).toBe("");
   });
 
   it("SIGTERM lets an in-flight request finish before exiting", async () => {

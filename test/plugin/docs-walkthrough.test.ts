@@ -1,7 +1,9 @@
 // docs/plugin.md's walkthrough, run as written: every `sh` block between its
 // walkthrough markers, in order, in one bash, from a blank directory outside
 // the repository, with only what the docs assume on PATH (pulumi, Pulumi YAML's
-// host, Node.js >= 22) and TARBALL pointing at the plugin tarball.
+// host, Node.js >= 22) and TARBALL pointing at the plugin tarball. Pulumi's home
+// is not `$HOME/.pulumi` (#41 item 5): nothing in the walkthrough may depend on
+// where Pulumi keeps its plugins.
 import { execFile } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -31,6 +33,7 @@ function walkthroughScript(markdown: string): string {
 }
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "user-groups-walkthrough-"));
+mkdirSync(path.join(dir, "home"));
 afterAll(() => {
   // The walkthrough stops its emulator; should it fail before that, stop it here.
   const pidFile = path.join(dir, "emulator.pid");
@@ -48,8 +51,9 @@ describe("docs/plugin.md walkthrough", { timeout: 240_000 }, () => {
   it("runs as written from a blank directory: a YAML program, then pulumi import, no changes after either", async () => {
     const script = walkthroughScript(readFileSync(path.join(REPO_ROOT, "docs/plugin.md"), "utf8"));
     const env: NodeJS.ProcessEnv = {
-      HOME: dir,
-      PULUMI_HOME: path.join(dir, ".pulumi"),
+      HOME: path.join(dir, "home"),
+      // Elsewhere than $HOME/.pulumi, as with a PULUMI_HOME of a user's own, or a HOME unlike the passwd entry's.
+      PULUMI_HOME: path.join(dir, "pulumi-home"),
       PULUMI_SKIP_UPDATE_CHECK: "true",
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       TARBALL: pluginTarball(),
@@ -65,6 +69,9 @@ describe("docs/plugin.md walkthrough", { timeout: 240_000 }, () => {
     expect(stdout).toMatch(/= 1 imported/);
     expect(stdout).toMatch(/type: user-groups:(index:)?UserGroup[\s\S]*name: Initech[\s\S]*seats: 5/);
     expect(stdout).toMatch(/- 3 deleted/); // acme, initech and the stack
+    // Stopped as the walkthrough says: its pid file goes when it stops.
+    expect(existsSync(path.join(dir, "emulator.pid"))).toBe(false);
+    expect(script).not.toMatch(/\$HOME\/\.pulumi|PULUMI_HOME/);
   });
 });
 

@@ -4,6 +4,7 @@
 // where a run's providers share the rate budget.
 export { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "./backend-url";
 export { fileBackendDir } from "./file-backend";
+export { type BackendAudience, backendNotice, loggedInBackend, pulumiHome } from "./login-backend";
 export { isStackLocked, type LockWaitOptions, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
 export { LiveLockError, type LockHolder, lockHolderStatus, type LockHolderStatus, pulumiProcessAlive, readLockHolders, removeStaleLocks } from "./pulumi-locks";
 export { rateBudgetEnv } from "./rate-budget-env";

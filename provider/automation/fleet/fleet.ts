@@ -13,6 +13,7 @@ import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, readStateWit
 import { openShards, shardStackName, eachLimited, shardConcurrency, type ShardedStack } from "../shards";
 import { automationInstruments, automationTracer, errorTypeOf, failSpan, inSpan, type LeaseStore, leaseStoreFor, setSpanAttributes } from "../lease";
 import { UserGroupsError } from "../../wire/errors";
+import { backendNotice } from "../backend";
 import { FleetClosedError, FleetEnsureError, groupError, unsettledError } from "./errors";
 import { Waiter, Request, GroupOutputs, urnOfGroup, holdsAsAsked, resultOf, mergeChanges, takeBatch } from "./requests";
 import { FLEET_MARKER_OUTPUT } from "./fleet-stack";
@@ -68,6 +69,8 @@ export class UserGroupFleet {
   private readonly stackHandles = new Map<number, Promise<SelectedStack>>();
   /** Each shard's run lease store (undefined: a backend without one), made with its stack. */
   private readonly leaseStores = new Map<number, LeaseStore | undefined>();
+  /** The backend notice (backend/login-backend.ts) is given once per fleet. */
+  private backendNoticed = false;
   /** The shard of each group this fleet has asked for (to name its URN in a scrubbed error). */
   private readonly shardOf = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -292,6 +295,14 @@ export class UserGroupFleet {
     return this.selected(shard).then(({ stack }) => stack);
   }
 
+  /** Stacks kept elsewhere than where `pulumi` would look (PULUMI_BACKEND_URL, else `pulumi login`'s backend): a process warning, once. */
+  private noticeBackend(backendUrl: string): void {
+    if (this.backendNoticed) return;
+    this.backendNoticed = true;
+    const notice = backendNotice(backendUrl, { ...process.env, ...this.options.envVars }, "fleet");
+    if (notice !== undefined) process.emitWarning(`UserGroupFleet: ${notice}`, { type: "UserGroupsWarning", code: "USER_GROUPS_BACKEND_ELSEWHERE" });
+  }
+
   private selected(shard: number): Promise<SelectedStack> {
     let handle = this.stackHandles.get(shard);
     if (handle === undefined) {
@@ -299,6 +310,7 @@ export class UserGroupFleet {
       // Selected once per fleet (replicas racing to create it are handled there); each run brings its own program.
       const selecting = selectStack(options, async () => ({})).then((selected) => {
         if (!this.leaseStores.has(shard)) this.leaseStores.set(shard, leaseStoreFor(selected.backendUrl, PROJECT_NAME, options.stack));
+        this.noticeBackend(selected.backendUrl);
         return selected;
       });
       handle = selecting;

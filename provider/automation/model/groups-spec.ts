@@ -7,7 +7,8 @@
 import { z } from "zod";
 import { type UserGroupInputs, userGroupInputsSchema } from "../../logic/inputs";
 import { reservedValueProblems } from "../../logic/reserved-values";
-import { formatIssues, quoteForMessage, WORDED_ISSUES } from "../../wire/issues";
+import { didYouMean } from "../../wire/did-you-mean";
+import { formatIssue, quoteForMessage, WORDED_ISSUES } from "../../wire/issues";
 import { MAX_BODY_BYTES } from "../../wire/schemas";
 import { UserGroupsError } from "../../wire/errors";
 import { NO_PROFILE, resourceNameOf } from "./resource-name";
@@ -26,6 +27,18 @@ export type GroupSpec = UserGroupInputs;
 export function userGroupArgsOf(spec: GroupSpec): Omit<GroupSpec, "properties"> & { properties?: NonNullable<GroupSpec["properties"]> } {
   const { properties, ...rest } = spec;
   return properties === null || properties === undefined ? rest : { ...rest, properties };
+}
+
+/** The keys a group accepts, for "did you mean" after a typo. */
+const GROUP_KEYS: readonly string[] = Object.keys(groupSpecSchema.shape);
+
+/** ` (did you mean name?)` for keys close to one a group accepts; empty when none is. */
+export function keySuggestion(keys: readonly string[], candidates: readonly string[] = GROUP_KEYS): string {
+  const hints = keys.flatMap((key) => {
+    const close = didYouMean(key, candidates);
+    return close === undefined ? [] : [keys.length === 1 ? close : `${close} for ${quoteForMessage(key)}`];
+  });
+  return hints.length === 0 ? "" : ` (did you mean ${hints.join(", ")}?)`;
 }
 
 /** @internal */
@@ -77,7 +90,11 @@ export function validateGroups(entries: readonly unknown[], source?: string): Gr
     }
     const parsed = groupSpecSchema.safeParse(entry, WORDED_ISSUES);
     if (!parsed.success) {
-      for (const problem of formatIssues(parsed.error, "the group")) problems.push({ entry: index, userGroupId, problem });
+      for (const issue of parsed.error.issues) {
+        // A misspelt key of the group itself: the key it is closest to.
+        const hint = issue.code === "unrecognized_keys" && issue.path.length === 0 ? keySuggestion(issue.keys) : "";
+        problems.push({ entry: index, userGroupId, problem: `${formatIssue(issue, "the group")}${hint}` });
+      }
       return;
     }
     if (parsed.data.profile === NO_PROFILE) {

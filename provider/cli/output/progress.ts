@@ -13,6 +13,8 @@ export const MAX_IN_FLIGHT_ROWS = 10;
 
 export const CHANGE_SYMBOL: Record<string, string> = { create: "+", update: "~", replace: "+-", delete: "-", same: " ", refresh: "~", read: " ", failed: "!" };
 const PHASE_MARK: Record<GroupEvent["phase"], string> = { started: "...", done: "done", failed: "FAILED" };
+/** In a preview nothing is applied: a step that is through is "planned", never "done". */
+const PREVIEW_MARK: Record<GroupEvent["phase"], string> = { ...PHASE_MARK, done: "planned (preview)" };
 
 const CLEAR_LINE = "\u001b[2K";
 const up = (lines: number) => (lines > 0 ? `\u001b[${lines}A` : "");
@@ -22,6 +24,8 @@ export interface ProgressOptions {
   readonly total?: number;
   /** Terminal width: rows are cut to fit, so that none wraps and the redraw stays in place. */
   readonly columns?: number;
+  /** The run is a preview: its rows say what is planned, not what is done. */
+  readonly preview?: boolean;
 }
 
 export interface ProgressPrinter {
@@ -30,15 +34,15 @@ export interface ProgressPrinter {
   finish(): void;
 }
 
-function rowOf(event: GroupEvent): string {
-  return `  ${CHANGE_SYMBOL[event.change] ?? "~"} ${terminalText(event.resourceName)}: ${event.change} ${PHASE_MARK[event.phase]}`;
+function rowOf(event: GroupEvent, preview = false): string {
+  return `  ${CHANGE_SYMBOL[event.change] ?? "~"} ${terminalText(event.resourceName)}: ${event.change} ${(preview ? PREVIEW_MARK : PHASE_MARK)[event.phase]}`;
 }
 
 export function progressPrinter(write: (text: string) => void, terminal: boolean, options: ProgressOptions = {}): ProgressPrinter {
   if (!terminal) {
     const plain = (event: GroupEvent) => {
       if (event.change === "same" || event.change === "read") return;
-      write(`${rowOf(event)}\n`);
+      write(`${rowOf(event, options.preview)}\n`);
     };
     return Object.assign(plain, { finish: () => {} });
   }
@@ -79,14 +83,14 @@ export function progressPrinter(write: (text: string) => void, terminal: boolean
     const name = event.resourceName;
     if (event.phase === "started") {
       if (event.change === "same" || event.change === "read") return; // nothing to watch; counted when done
-      inFlight.set(name, rowOf(event));
+      inFlight.set(name, rowOf(event, options.preview));
       redraw();
       return;
     }
     inFlight.delete(name);
     if (event.phase === "failed") {
       failed.add(name);
-      redraw(`${rowOf(event)}\n`);
+      redraw(`${rowOf(event, options.preview)}\n`);
       return;
     }
     finished.add(name);
