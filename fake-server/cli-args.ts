@@ -26,6 +26,10 @@ export const USAGE = `usage: user-groups-fake-server [options]
                           Without any key, one Customer read-write key is
                           generated and printed to stderr
   --data-file PATH        keep the state in PATH across restarts (atomic writes)
+  --seed-file PATH        groups to hold from the start: a JSON array of
+                          {user_group_id, name, mapping?, properties?,
+                          environment?, team_id?, token?} (fixed tokens and
+                          team ids when given), or {"groups": [...]}
   --rate-limit N/SECONDS  at most N requests per SECONDS per API key (429 past it)
   --log                   log one line per request to stderr (never tokens or keys)
   --admin-token TOKEN     require X-Admin-Token: TOKEN on /__admin/ (needed off
@@ -47,6 +51,7 @@ export interface CliConfig {
   port: number;
   apiKeys: ApiKeyConfig[];
   dataFile?: string;
+  seedFile?: string;
   rateLimit?: { requests: number; windowSeconds: number };
   log: boolean;
   adminToken?: string;
@@ -72,6 +77,7 @@ export function parseCli(argv: readonly string[]): CliParse {
         port: { type: "string" },
         "api-key": { type: "string", multiple: true },
         "data-file": { type: "string" },
+        "seed-file": { type: "string" },
         "rate-limit": { type: "string" },
         log: { type: "boolean" },
         "admin-token": { type: "string" },
@@ -108,6 +114,10 @@ export function parseCli(argv: readonly string[]): CliParse {
   if (values["data-file"] !== undefined) {
     if (values["data-file"] === "") return { kind: "error", message: "--data-file must not be empty" };
     config.dataFile = values["data-file"];
+  }
+  if (values["seed-file"] !== undefined) {
+    if (values["seed-file"] === "") return { kind: "error", message: "--seed-file must not be empty" };
+    config.seedFile = values["seed-file"];
   }
   if (values["rate-limit"] !== undefined) {
     const m = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(values["rate-limit"]);
