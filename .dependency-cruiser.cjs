@@ -27,7 +27,7 @@ const either = (names) => `(${names.join("|")})`;
 
 module.exports = {
   forbidden: [
-    { name: "no-cycles", severity: "error", comment: "An import cycle: one of the files belongs a layer lower.", from: { path: "^(provider|fake-server)/" }, to: { circular: true } },
+    { name: "no-cycles", severity: "error", comment: "An import cycle: one of the files belongs a layer lower.", from: { path: "^(provider|fake-server|testing)/" }, to: { circular: true } },
     ...LAYERS.map(([layer, above]) => ({
       name: `layer-${layer}`,
       severity: "error",
@@ -86,6 +86,25 @@ module.exports = {
         "is the provider processes' counterpart (it loads the SDK through createRequire, which this rule cannot see, so it is named here).",
       from: { path: "^(provider|fake-server|scripts|testkit)/", pathNot: "^provider/(cli/telemetry-setup|telemetry-sdk)\\.ts$" },
       to: { path: "(^|/)@opentelemetry/(?!api(/|$))" },
+    },
+    {
+      name: "testing-through-entries",
+      severity: "error",
+      comment:
+        "testing/ (pulumi-user-groups/testing) stands on the public entries: the fake server's index.ts, the package's index.ts, " +
+        "the resource, the wire, the clock and the conformance kit's index.ts.",
+      from: { path: "^testing/" },
+      to: {
+        path: "^(provider|fake-server)/",
+        pathNot: "^(fake-server/index\\.ts|provider/(index|clock)\\.ts|provider/wire/[^/]+\\.ts|provider/resource/user-group\\.ts|provider/conformance/index\\.ts)$",
+      },
+    },
+    {
+      name: "product-not-from-testing",
+      severity: "error",
+      comment: "The product (provider/, fake-server/) never imports the testing entry: it is built on them.",
+      from: { path: "^(provider|fake-server)/" },
+      to: { path: "^testing/" },
     },
     {
       name: "tools-not-from-tests",
