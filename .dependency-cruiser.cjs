@@ -7,12 +7,14 @@
 // automation only through its entry points (index.ts, internal.ts).
 /** Paths below provider/ a layer must not import. */
 const LAYERS = [
-  ["wire", ["client", "logic", "resource", "plugin", "automation", "cli"]],
-  ["client", ["logic", "resource", "plugin", "automation", "cli"]],
-  ["logic", ["resource", "plugin", "automation", "cli"]],
-  ["resource", ["plugin", "automation", "cli"]],
-  ["plugin", ["automation", "cli"]],
-  ["automation", ["plugin", "cli"]],
+  ["wire", ["client", "logic", "resource", "plugin", "automation", "cli", "conformance"]],
+  ["client", ["logic", "resource", "plugin", "automation", "cli", "conformance"]],
+  ["logic", ["resource", "plugin", "automation", "cli", "conformance"]],
+  ["resource", ["plugin", "automation", "cli", "conformance"]],
+  ["plugin", ["automation", "cli", "conformance"]],
+  ["automation", ["plugin", "cli", "conformance"]],
+  // The conformance kit speaks the wire over HTTP itself: it stands beside the client, on the wire only.
+  ["conformance", ["client", "logic", "resource", "plugin", "automation", "cli"]],
 ];
 /** Folders of provider/automation/ a folder must not import (the ones below it in the table in its README). */
 const AUTOMATION = [
