@@ -22,3 +22,17 @@ export { expectRequests, findRequests, RequestsNotAsExpectedError, type RequestC
 export { trackChanges, type ChangeCounts } from "./changes.js";
 export { userGroupMocks, type MockedUserGroup, type UserGroupMocksOptions } from "./mocks.js";
 export type { FaultRuleInput, JournalEntry, SeedGroup, StoredGroup } from "../fake-server/index.js";
+export {
+  CHECKS,
+  formatDisagreements,
+  readFixture,
+  runConformance,
+  sweepConformance,
+  writeFixture,
+  type CheckResult,
+  type ConformanceOptions,
+  type ConformanceReport,
+  type Disagreement,
+  type Fixture,
+  type SweepOptions,
+} from "../provider/conformance/index.js";
