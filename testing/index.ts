@@ -21,18 +21,27 @@ export {
 export { expectRequests, findRequests, RequestsNotAsExpectedError, type RequestCount, type RequestQuery } from "./requests.js";
 export { trackChanges, type ChangeCounts } from "./changes.js";
 export { userGroupMocks, type MockedUserGroup, type UserGroupMocksOptions } from "./mocks.js";
-export type { FaultRuleInput, JournalEntry, SeedGroup, StoredGroup } from "../fake-server/index.js";
+export type { ApiKeyConfig, Environment, FakeServerOptions, FaultRuleInput, JournalEntry, SeedGroup, StoredGroup } from "../fake-server/index.js";
 export {
   CHECKS,
+  DEFAULT_PACE,
+  DEFAULT_PREFIX,
+  DOCUMENTED_RATE_LIMIT,
   formatDisagreements,
   readFixture,
   runConformance,
   sweepConformance,
   writeFixture,
+  type Check,
+  type CheckContext,
+  type CheckMode,
   type CheckResult,
   type ConformanceOptions,
   type ConformanceReport,
   type Disagreement,
+  type Facts,
+  type FactValue,
   type Fixture,
+  type Pace,
   type SweepOptions,
 } from "../provider/conformance/index.js";
