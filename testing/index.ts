@@ -43,5 +43,7 @@ export {
   type FactValue,
   type Fixture,
   type Pace,
+  type SendOptions,
+  type Answer,
   type SweepOptions,
 } from "../provider/conformance/index.js";

@@ -16,4 +16,4 @@ export {
   type Disagreement,
   type SweepOptions,
 } from "./runner";
-export type { Pace } from "./session";
+export type { Answer, Pace, SendOptions } from "./session";
