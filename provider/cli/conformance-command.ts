@@ -4,6 +4,7 @@
 // comes from USER_GROUPS_API_KEY, never from the command line.
 import { parseArgs } from "node:util";
 import { formatDisagreements, readFixture, runConformance, sweepConformance, writeFixture, type ConformanceOptions, type Fixture, type Pace } from "../conformance";
+import { systemClock } from "../clock";
 import { UserGroupsError } from "../wire/errors";
 import type { Environment } from "../wire/schemas";
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
@@ -109,7 +110,7 @@ export async function runConformanceCommand(argv: readonly string[], io: CliIo):
     if (values.record !== undefined) {
       const checks: Fixture["checks"] = {};
       for (const r of report.results) if (r.skipped === undefined && r.error === undefined) checks[r.id] = r.observed;
-      writeFixture(values.record, { version: 1, target: report.target, recordedAt: new Date().toISOString(), readOnly: report.readOnly, checks });
+      writeFixture(values.record, { version: 1, target: report.target, recordedAt: new Date(systemClock.now()).toISOString(), readOnly: report.readOnly, checks });
     }
     if (json) printJson(io, { conformance: report });
     else io.stdout(terminalMessage(formatDisagreements(report)));
