@@ -103,6 +103,10 @@ const authFailure = (id: string, title: string, header: (key: string) => string 
   });
 
 /** A request that breaks a field rule; `body` gets the check's (never created) id. */
+/** A request of `method` without Authorization: 401 comes before any other refusal. */
+const authFailureOn = (id: string, title: string, method: string): Check =>
+  failure(id, "W1", title, "any", 401, "unauthorized", async (ctx) => ctx.send(method, { user_group_id: await ctx.id(NOT_CREATED), current_token: "0".repeat(64) }, { authorization: null }));
+
 const field400 = (id: string, title: string, code: string, body: (groupId: string) => Json): Check =>
   failure(id, "W4", title, "any", 400, code, async (ctx) => ctx.send("GET", body(await ctx.id(NOT_CREATED))));
 
@@ -149,6 +153,37 @@ export const CHECKS: readonly Check[] = [
   field400("mapping-array", "a mapping that is an array: 400", "invalid_mapping", (id) => ({ name: "N", user_group_id: id, mapping: ["a"] })),
   field400("properties-array", "properties that are an array: 400", "invalid_properties", (id) => ({ name: "N", user_group_id: id, properties: [1] })),
   field400("properties-string", "properties that are a string: 400", "invalid_properties", (id) => ({ name: "N", user_group_id: id, properties: "p" })),
+  field400("mapping-proto-key", "a __proto__ key in mapping: 400 (W4, the emulator's own limit)", "invalid_mapping", (id) => JSON.parse(`{"name":"N","user_group_id":${JSON.stringify(id)},"mapping":{"__proto__":"x"}}`) as Json),
+  field400("properties-too-deep", "properties nested deeper than 64: 400 (W4, the emulator's own limit)", "invalid_properties", (id) => ({
+    name: "N",
+    user_group_id: id,
+    properties: JSON.parse(`${'{"a":'.repeat(70)}1${"}".repeat(70)}`) as Json,
+  })),
+  failure("properties-number-out-of-range", "W4*", "a number outside the double range: 400 (the emulator's own limit)", "any", 400, "invalid_properties", async (ctx) =>
+    ctx.send("GET", undefined, { raw: `{"name":"N","user_group_id":${JSON.stringify(await ctx.id(NOT_CREATED))},"properties":{"n":1e400}}` }),
+  ),
+  authFailureOn("auth-missing-put", "PUT without Authorization: 401 (before a read-only refusal)", "PUT"),
+  authFailureOn("auth-missing-post", "POST without Authorization: 401", "POST"),
+  authFailureOn("auth-missing-delete", "DELETE without Authorization: 401", "DELETE"),
+  failure("put-name-blank", "W4", "PUT with a blank name: 400", "write", 400, "invalid_name", async (ctx) => ctx.send("PUT", { user_group_id: await ctx.id(NOT_CREATED), name: " " })),
+  failure("put-mapping-number-value", "W4", "PUT with a mapping value that is a number: 400", "write", 400, "invalid_mapping", async (ctx) =>
+    ctx.send("PUT", { user_group_id: await ctx.id(NOT_CREATED), mapping: { a: 1 } }),
+  ),
+  failure("put-properties-array", "W4", "PUT with properties that are an array: 400", "write", 400, "invalid_properties", async (ctx) =>
+    ctx.send("PUT", { user_group_id: await ctx.id(NOT_CREATED), properties: [] }),
+  ),
+  failure("put-body-empty", "W2", "PUT with an empty body: 400 invalid_body", "write", 400, "invalid_body", (ctx) => ctx.send("PUT", undefined, { raw: "" })),
+  failure("delete-body-empty", "W2", "DELETE with an empty body: 400 invalid_body", "write", 400, "invalid_body", (ctx) => ctx.send("DELETE", undefined, { raw: "" })),
+  failure("post-token-missing", "W4", "POST without current_token: 400", "write", 400, "invalid_current_token", (ctx) => ctx.send("POST", {})),
+  failure("delete-unknown-token", "W8", "DELETE with a token nobody holds: 404", "write", 404, "user_group_not_found", (ctx) => ctx.send("DELETE", { current_token: "e".repeat(64) })),
+  {
+    id: "name-counts-characters",
+    clause: "W4",
+    title: `a name of ${MAX_NAME_CHARS} characters outside the BMP (${MAX_NAME_CHARS * 2} UTF-16 units) is accepted`,
+    mode: "write",
+    expected: () => ({ status: 200, code: "ok" }),
+    run: async (ctx) => outcome(await ctx.send("GET", { name: "\u{1F600}".repeat(MAX_NAME_CHARS), user_group_id: await ctx.id("astral-name") })),
+  },
   failure("put-id-missing", "W4", "PUT without user_group_id: 400", "write", 400, "invalid_user_group_id", (ctx) => ctx.send("PUT", { name: "N" })),
   failure("post-token-number", "W4", "POST with a current_token that is a number: 400", "write", 400, "invalid_current_token", (ctx) => ctx.send("POST", { current_token: 5 })),
   failure("delete-token-missing", "W4", "DELETE without current_token: 400", "write", 400, "invalid_current_token", (ctx) => ctx.send("DELETE", {})),
