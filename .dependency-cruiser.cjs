@@ -7,12 +7,14 @@
 // automation only through its entry points (index.ts, internal.ts).
 /** Paths below provider/ a layer must not import. */
 const LAYERS = [
-  ["wire", ["client", "logic", "resource", "plugin", "automation", "cli"]],
-  ["client", ["logic", "resource", "plugin", "automation", "cli"]],
-  ["logic", ["resource", "plugin", "automation", "cli"]],
-  ["resource", ["plugin", "automation", "cli"]],
-  ["plugin", ["automation", "cli"]],
-  ["automation", ["plugin", "cli"]],
+  ["wire", ["client", "logic", "resource", "plugin", "automation", "cli", "conformance"]],
+  ["client", ["logic", "resource", "plugin", "automation", "cli", "conformance"]],
+  ["logic", ["resource", "plugin", "automation", "cli", "conformance"]],
+  ["resource", ["plugin", "automation", "cli", "conformance"]],
+  ["plugin", ["automation", "cli", "conformance"]],
+  ["automation", ["plugin", "cli", "conformance"]],
+  // The conformance kit speaks the wire over HTTP itself: it stands beside the client, on the wire only.
+  ["conformance", ["client", "logic", "resource", "plugin", "automation", "cli"]],
 ];
 /** Folders of provider/automation/ a folder must not import (the ones below it in the table in its README). */
 const AUTOMATION = [
@@ -31,7 +33,7 @@ module.exports = {
       name: "no-cycles",
       severity: "error",
       comment: "An import cycle (anywhere: the product, the benches, the scripts, the test kit): one of the files belongs a layer lower.",
-      from: { path: "^(provider|fake-server|bench|scripts|testkit)/" },
+      from: { path: "^(provider|fake-server|testing|bench|scripts|testkit)/" },
       to: { circular: true },
     },
     ...LAYERS.map(([layer, above]) => ({
@@ -99,6 +101,25 @@ module.exports = {
         "is the provider processes' counterpart (it loads the SDK through createRequire, which this rule cannot see, so it is named here).",
       from: { path: "^(provider|fake-server|scripts|testkit)/", pathNot: "^provider/(cli/telemetry-setup|telemetry-sdk)\\.ts$" },
       to: { path: "(^|/)@opentelemetry/(?!api(/|$))" },
+    },
+    {
+      name: "testing-through-entries",
+      severity: "error",
+      comment:
+        "testing/ (pulumi-user-groups/testing) stands on the public entries: the fake server's index.ts, the package's index.ts, " +
+        "the resource, the wire, the clock and the conformance kit's index.ts.",
+      from: { path: "^testing/" },
+      to: {
+        path: "^(provider|fake-server)/",
+        pathNot: "^(fake-server/index\\.ts|provider/(index|clock)\\.ts|provider/wire/[^/]+\\.ts|provider/resource/user-group\\.ts|provider/conformance/index\\.ts)$",
+      },
+    },
+    {
+      name: "product-not-from-testing",
+      severity: "error",
+      comment: "The product (provider/, fake-server/) never imports the testing entry: it is built on them.",
+      from: { path: "^(provider|fake-server)/" },
+      to: { path: "^testing/" },
     },
     {
       name: "tools-not-from-tests",

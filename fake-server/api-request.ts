@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { API_PATH, type ApiMethod } from "../provider/wire/schemas.js";
+import { API_PATH, MAX_ID_CHARS, type ApiMethod } from "../provider/wire/schemas.js";
 import type { ApiKey, ConnectionAuth } from "./auth.js";
 import { ApiError, methodNotAllowed } from "./errors.js";
 import type { FaultRule, FaultTable } from "./faults.js";
@@ -14,12 +14,22 @@ import { REQUEST_FIELDS, assertMayCall, parseBody, runOperation, subjectId, type
 import { ClientGone, isJsonContentType, readBody, sendJson } from "./http.js";
 import type { RawJournalEntry } from "./journal.js";
 import type { Persister } from "./persistence.js";
+import type { Namespaces } from "./namespaces.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { Store } from "./store.js";
 
+/** The state an API request works on: the server's own, or a namespace's (namespaces.ts). */
+export interface ApiScope {
+  readonly store: Store;
+  readonly faults: FaultTable;
+  readonly limiter: RateLimiter | undefined;
+  readonly persister: Persister | undefined;
+}
+
 /** What an API request needs from the running server. */
-export interface ApiContext {
+export interface ApiContext extends ApiScope {
   readonly connectionAuth: ConnectionAuth;
+  readonly namespaces: Namespaces;
   readonly store: Store;
   readonly faults: FaultTable;
   readonly limiter: RateLimiter | undefined;
@@ -33,14 +43,26 @@ export const ALLOW = ["GET", "POST", "PUT", "DELETE"] as const;
 export async function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, path: string, entry: RawJournalEntry): Promise<void> {
   const method = routedMethod(path, req.method);
   const key = authenticate(ctx.connectionAuth, req, entry);
-  admitUnderRateLimit(ctx.limiter, key);
+  const scope = scopeOf(ctx, key);
+  if (key.namespace !== undefined) entry.namespace = key.namespace;
+  admitUnderRateLimit(scope.limiter, key);
   assertMayCall(key, method);
   const body = await readJsonObject(req, res, method);
   entry.body = body;
-  const fault = await applyFault(ctx, req, method, key, body, entry);
-  const result = await carryOut(ctx, req, method, key, body, fault?.action === "drop-after-apply");
+  const subject = subjectId(method, scope.store, key, body);
+  if (subject !== undefined && subject.length <= MAX_ID_CHARS) entry.userGroupId = subject;
+  const fault = await applyFault(scope, req, method, key, body, entry);
+  const result = await carryOut(scope, req, method, key, body, fault?.action === "drop-after-apply");
   sendJson(res, 200, result);
   entry.status = 200;
+}
+
+/** The namespace's state for a namespace's key (401 if it closed meanwhile), else the server's own. */
+function scopeOf(ctx: ApiContext, key: ApiKey): ApiScope {
+  if (key.namespace === undefined) return ctx;
+  const scope = ctx.namespaces.get(key.namespace);
+  if (scope === undefined) throw new ApiError(401, "unauthorized", "the Authorization header holds an unknown API key", { "WWW-Authenticate": "Token" });
+  return scope;
 }
 
 /** 404 for another path, 405 for another method. */
@@ -90,7 +112,7 @@ async function readJsonObject(req: IncomingMessage, res: ServerResponse, method:
  * `carryOut`.
  */
 async function applyFault(
-  ctx: ApiContext,
+  ctx: ApiScope,
   req: IncomingMessage,
   method: ApiMethod,
   key: ApiKey,
@@ -131,7 +153,7 @@ function hardReset(socket: Socket): void {
  * commit, see persistence.ts). With `dropAnswer` (the lost-response case) the
  * client never hears the outcome, whatever it is.
  */
-async function carryOut(ctx: ApiContext, req: IncomingMessage, method: ApiMethod, key: ApiKey, body: JsonObject, dropAnswer: boolean): Promise<SuccessBody> {
+async function carryOut(ctx: ApiScope, req: IncomingMessage, method: ApiMethod, key: ApiKey, body: JsonObject, dropAnswer: boolean): Promise<SuccessBody> {
   let result: SuccessBody;
   try {
     const before = ctx.store.version;

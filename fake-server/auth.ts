@@ -31,6 +31,8 @@ export interface ApiKey {
   readonly id: number;
   readonly environment: ApiKeyConfig["environment"];
   readonly readOnly: boolean;
+  /** The namespace the key was made for (namespaces.ts); undefined for the server's own keys. */
+  readonly namespace?: string;
 }
 
 export type AuthResult =
@@ -44,16 +46,39 @@ function sha256(value: string): Buffer {
 }
 
 export class KeyRing {
-  /** Hashes computed once at start: the hot path hashes only the presented key. */
-  private readonly entries: ReadonlyArray<{ hash: Buffer; key: ApiKey }>;
-  readonly secrets: readonly string[];
+  /** Hashes computed once when a key is added: the hot path hashes only the presented key. */
+  private entries: Array<{ hash: Buffer; key: ApiKey; secret: string }>;
+  private secretList: readonly string[];
+  /** Raised when keys are removed, so that a connection's remembered result is judged again. */
+  generation = 0;
 
   constructor(configs: readonly ApiKeyConfig[]) {
     this.entries = configs.map((c, id) => ({
       hash: sha256(c.key),
       key: { id, environment: c.environment, readOnly: c.readOnly === true },
+      secret: c.key,
     }));
-    this.secrets = configs.map((c) => c.key);
+    this.secretList = configs.map((c) => c.key);
+  }
+
+  /** Every key accepted now (the journal and the log redact them). */
+  get secrets(): readonly string[] {
+    return this.secretList;
+  }
+
+  /** Adds a namespace's keys; their ids count from 0 within the namespace (its own rate windows). */
+  addNamespace(namespace: string, configs: readonly ApiKeyConfig[]): void {
+    for (const [id, c] of configs.entries()) {
+      this.entries.push({ hash: sha256(c.key), key: { id, environment: c.environment, readOnly: c.readOnly === true, namespace }, secret: c.key });
+    }
+    this.secretList = this.entries.map((e) => e.secret);
+  }
+
+  /** Removes a namespace's keys: they are unknown (401) from now on. */
+  removeNamespace(namespace: string): void {
+    this.entries = this.entries.filter((e) => e.key.namespace !== namespace);
+    this.secretList = this.entries.map((e) => e.secret);
+    this.generation += 1;
   }
 
   authenticate(header: string | undefined): AuthResult {
@@ -79,15 +104,15 @@ export class KeyRing {
  * a configured key, so it tells a caller nothing it did not send itself.
  */
 export class ConnectionAuth {
-  private readonly last = new WeakMap<object, { header: string | undefined; result: AuthResult }>();
+  private readonly last = new WeakMap<object, { header: string | undefined; result: AuthResult; generation: number }>();
 
   constructor(private readonly keys: KeyRing) {}
 
   authenticate(connection: object, header: string | undefined): AuthResult {
     const seen = this.last.get(connection);
-    if (seen !== undefined && seen.header === header) return seen.result;
+    if (seen !== undefined && seen.header === header && seen.generation === this.keys.generation) return seen.result;
     const result = this.keys.authenticate(header);
-    this.last.set(connection, { header, result });
+    this.last.set(connection, { header, result, generation: this.keys.generation });
     return result;
   }
 }

@@ -32,6 +32,10 @@ export const USAGE = `usage: user-groups-fake-server [options]
   --pid-file PATH         write the server's process id to PATH before printing
                           "listening on" (removed when it stops), so a script
                           stops it with: kill "$(cat PATH)"
+  --seed-file PATH        groups to hold from the start: a JSON array of
+                          {user_group_id, name, mapping?, properties?,
+                          environment?, team_id?, token?} (fixed tokens and
+                          team ids when given), or {"groups": [...]}
   --rate-limit N/SECONDS  at most N requests per SECONDS per API key (429 past it)
   --log                   log one line per request to stderr (never tokens or keys)
   --admin-token TOKEN     require X-Admin-Token: TOKEN on /__admin/ (needed off
@@ -61,6 +65,7 @@ export interface CliConfig {
   dataFile?: string;
   /** Where the process id goes once listening (the CLI's own, not a server option). */
   pidFile?: string;
+  seedFile?: string;
   rateLimit?: { requests: number; windowSeconds: number };
   log: boolean;
   adminToken?: string;
@@ -90,6 +95,7 @@ export function parseCli(argv: readonly string[]): CliParse {
         "api-key": { type: "string", multiple: true },
         "data-file": { type: "string" },
         "pid-file": { type: "string" },
+        "seed-file": { type: "string" },
         "rate-limit": { type: "string" },
         log: { type: "boolean" },
         "admin-token": { type: "string" },
@@ -133,6 +139,10 @@ export function parseCli(argv: readonly string[]): CliParse {
   if (values["pid-file"] !== undefined) {
     if (values["pid-file"] === "") return { kind: "error", message: "--pid-file must not be empty" };
     config.pidFile = values["pid-file"];
+  }
+  if (values["seed-file"] !== undefined) {
+    if (values["seed-file"] === "") return { kind: "error", message: "--seed-file must not be empty" };
+    config.seedFile = values["seed-file"];
   }
   if (values["rate-limit"] !== undefined) {
     const m = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(values["rate-limit"]);

@@ -6,7 +6,9 @@
 import type { Validator } from "../provider/wire/schemas.js";
 import { type FaultRule, faultRuleSchema as faultRuleZodSchema } from "./faults.js";
 
-export { startFakeServer, type FakeServer } from "./server.js";
+export { startFakeServer, type FakeServer, type FakeServerNamespace } from "./server.js";
+export type { NamespaceOptions } from "./namespaces.js";
+export type { SeedGroup } from "./seed.js";
 export type { FakeServerOptions, LogSink } from "./options.js";
 export type { ApiKeyConfig } from "./auth.js";
 export {

@@ -46,6 +46,12 @@ export interface JournalEntry {
   traceparent?: string;
   /** The trace id of `traceparent` (its 32 hex digits): the id a tracing backend shows. */
   traceId?: string;
+  /**
+   * The group the request was about, when the server could tell: the body's
+   * user_group_id (GET, PUT), or the id of the group holding current_token (POST,
+   * DELETE; a token nobody holds leaves it out). Redacted like the path.
+   */
+  userGroupId?: string;
 }
 
 /**
@@ -56,6 +62,8 @@ export interface RawJournalEntry extends Omit<JournalEntry, "time" | "body" | "b
   /** When the request arrived, in milliseconds since the epoch. */
   startedAt: number;
   presentedKey?: string;
+  /** The namespace of the key (namespaces.ts): its journal gets the entry, not the server's. */
+  namespace?: string;
   /** The parsed body (dropped when the entry is recorded). */
   body: JsonValue | null;
 }
@@ -117,13 +125,15 @@ export class Journal {
 
   add(raw: RawJournalEntry): void {
     if (this.capacity <= 0) return;
-    const { presentedKey, body, ...rest } = raw;
+    const { presentedKey, body, namespace: _namespace, ...rest } = raw;
     const secrets = presentedKey === undefined ? this.secrets : [...this.secrets, presentedKey];
     const escaped = presentedKey === undefined ? this.escapedSecrets : [...this.escapedSecrets, escapedInJson(presentedKey)];
     const path = redactString(rest.path, secrets);
+    if (rest.userGroupId !== undefined) rest.userGroupId = redactString(rest.userGroupId, secrets);
     const text = body === null ? undefined : (cleanJsonText(body, escaped) ?? redactedJsonText(body, secrets, MAX_BODY_TEXT_CHARS));
     const bodyText = text?.text ?? null;
-    const bytes = ENTRY_OVERHEAD_BYTES + path.length + (bodyText?.length ?? 0) + (rest.traceparent === undefined ? 0 : TRACE_BYTES);
+    const bytes =
+      ENTRY_OVERHEAD_BYTES + path.length + (bodyText?.length ?? 0) + (rest.traceparent === undefined ? 0 : TRACE_BYTES) + (rest.userGroupId?.length ?? 0);
     this.entries.push({ ...rest, path, bodyText, bodyTruncated: text?.truncated ?? false, bytes });
     this.heldBytes += bytes;
     while (this.entries.length - this.head > this.capacity || (this.heldBytes > this.maxBytes && this.entries.length - this.head > 1)) {

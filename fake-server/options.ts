@@ -3,6 +3,8 @@ import { z } from "zod";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 import { type ApiKeyConfig, apiKeyConfigSchema } from "./auth.js";
 import { UserGroupsError } from "../provider/wire/errors.js";
+import { DEFAULT_MAX_NAMESPACES } from "./namespaces.js";
+import { seedSchema, type SeedGroup } from "./seed.js";
 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_JOURNAL_SIZE = 1000;
@@ -71,6 +73,10 @@ export const fakeServerOptionsSchema = z.object({
   maxGroups: z.number().int().positive().default(DEFAULT_MAX_GROUPS),
   maxGroupBytes: z.number().int().positive().default(DEFAULT_MAX_GROUP_BYTES),
   maxTotalBytes: z.number().int().positive().default(DEFAULT_MAX_TOTAL_BYTES),
+  // Typed as its output: `properties`' schema has no input type of its own (unknown).
+  seed: (seedSchema as unknown as z.ZodType<SeedGroup[], SeedGroup[]>).optional(),
+  seedFile: z.string().min(1).optional(),
+  maxNamespaces: z.number().int().positive().default(DEFAULT_MAX_NAMESPACES),
 }).refine((o) => o.headersTimeoutMs <= o.requestTimeoutMs, { path: ["headersTimeoutMs"], message: "must not exceed requestTimeoutMs" });
 /** The options of startFakeServer (written out so that the declarations never mention zod). */
 export interface FakeServerOptions {
@@ -108,6 +114,12 @@ export interface FakeServerOptions {
   maxGroupBytes?: number | undefined;
   /** Every group's bytes together, at most (default 256 MiB); a write past it: 507 storage_full. */
   maxTotalBytes?: number | undefined;
+  /** Groups in the store from the start (fixed tokens and team ids when given); see SeedGroup. */
+  seed?: SeedGroup[] | undefined;
+  /** A JSON file of groups to seed (an array, or `{ "groups": [...] }`), read at start. */
+  seedFile?: string | undefined;
+  /** The most namespaces (`server.namespace()`) open at once (default 1024). */
+  maxNamespaces?: number | undefined;
 }
 /** Options after defaults. */
 export interface ResolvedOptions {
@@ -128,6 +140,9 @@ export interface ResolvedOptions {
   maxGroups: number;
   maxGroupBytes: number;
   maxTotalBytes: number;
+  seed?: SeedGroup[] | undefined;
+  seedFile?: string | undefined;
+  maxNamespaces: number;
 }
 
 /** Parses options; the error names the option (never echoes a key). */

@@ -21,6 +21,10 @@ import { resolveOptions, type FakeServerOptions, type LogSink, type ResolvedOpti
 import { Persister, loadSnapshot } from "./persistence.js";
 import { RateLimiter } from "./rate-limit.js";
 import { Store, type StoredGroup, type StoreLimits } from "./store.js";
+import { Namespaces, resetNamespace, type NamespaceOptions, type NamespaceState } from "./namespaces.js";
+import { parseSeed, readSeedFile, type SeedGroup } from "./seed.js";
+import { environmentSchema } from "../provider/wire/schemas.js";
+import { z } from "zod";
 import { UserGroupsError } from "../provider/wire/errors.js";
 import { formatIssues, WORDED_ISSUES } from "../provider/wire/issues.js";
 
@@ -49,7 +53,47 @@ export interface FakeServer {
   faults(): FaultRule[];
   /** Connections open now and at most, and how many were closed idle, evicted at a cap, or refused. */
   connections(): ConnectionStats;
+  /** Puts groups in the server's own store (fixed tokens and team ids when given); same as `POST /__admin/seed`. */
+  seed(groups: SeedGroup[]): StoredGroup[];
+  /**
+   * A namespace: fresh API keys whose groups, journal, fault rules and rate-limit windows no
+   * other namespace (nor the server's own keys) sees; the same wire behaviour inside. For
+   * tests that share one server in parallel. Same as `POST /__admin/namespaces`.
+   */
+  namespace(options?: NamespaceOptions): FakeServerNamespace;
 }
+
+/** One namespace of a fake server (`server.namespace()`): its keys, and the server's in-process helpers scoped to it. */
+export interface FakeServerNamespace {
+  /** `ns-` and 12 hex digits; the admin API's `/__admin/namespaces/<id>/...`. */
+  readonly id: string;
+  /** The server's URL (the keys choose the namespace). */
+  readonly url: string;
+  /** The namespace's keys, by default Customer read-write, Customer read-only, Testing read-write, Testing read-only. */
+  readonly apiKeys: ReadonlyArray<Required<ApiKeyConfig>>;
+  /** The first key. */
+  readonly key: string;
+  groups(): StoredGroup[];
+  /** The namespace's requests only (redacted). */
+  journal(): JournalEntry[];
+  clearJournal(): void;
+  seed(groups: SeedGroup[]): StoredGroup[];
+  setFaults(rules: FaultRuleInput[]): void;
+  addFaults(rules: FaultRuleInput[]): void;
+  clearFaults(): void;
+  faults(): FaultRule[];
+  /** No groups, an empty journal, no fault rules, fresh rate-limit windows: in this namespace only. */
+  reset(): void;
+  /** Ends the namespace: its keys get 401 from now on. Safe to call twice. */
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+/** @internal The body of `POST /__admin/namespaces`. */
+const namespaceRequestSchema = z.strictObject({
+  keys: z.array(z.strictObject({ environment: environmentSchema, readOnly: z.boolean().optional() })).optional(),
+  seed: z.array(z.unknown()).optional(),
+});
 
 const CLOSE_GRACE_MS = 10_000;
 
@@ -61,6 +105,7 @@ interface ServerState extends ApiContext {
   readonly log: LogSink | undefined;
   readonly inFlight: InFlight;
   readonly connections: ConnectionGuard;
+  readonly namespaces: Namespaces;
 }
 
 export async function startFakeServer(options: FakeServerOptions): Promise<FakeServer> {
@@ -68,6 +113,11 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
   refuseUnguardedAdmin(opts);
   const keys = new KeyRing(opts.apiKeys);
   const { store, persister } = await openStore(opts.dataFile, opts);
+  const seed = [...(opts.seedFile === undefined ? [] : readSeedFile(opts.seedFile)), ...(opts.seed ?? [])];
+  if (seed.length > 0) {
+    store.seed(seed);
+    await persister?.flush();
+  }
   const state: ServerState = {
     opts,
     keys,
@@ -80,6 +130,13 @@ export async function startFakeServer(options: FakeServerOptions): Promise<FakeS
     log: logSinkOf(opts.log),
     inFlight: new InFlight(),
     connections: new ConnectionGuard(opts),
+    namespaces: new Namespaces(keys, {
+      journalSize: opts.journalSize,
+      journalBytes: opts.journalBytes,
+      rateLimit: opts.rateLimit,
+      maxNamespaces: opts.maxNamespaces,
+      storeLimits: { maxGroups: opts.maxGroups, maxGroupBytes: opts.maxGroupBytes, maxTotalBytes: opts.maxTotalBytes },
+    }),
   };
   const actions = adminActions(state);
   const server = createHttpServer(opts, state.connections, (req, res) => handleRequest(state, actions, req, res));
@@ -122,6 +179,38 @@ function adminActions(state: ServerState): AdminActions {
     addFaults: (rules) => state.faults.add(rules),
     clearFaults: () => state.faults.clear(),
     rateLimit: () => state.limiter?.state(keyDescriptions) ?? null,
+    seed: (groups) => state.store.seed(parseSeed(groups, "seed")),
+    namespaces: {
+      create: (options) => {
+        const parsed = namespaceRequestSchema.safeParse(options, WORDED_ISSUES);
+        if (!parsed.success) throw new UserGroupsError("invalid_options", `namespace: ${formatIssues(parsed.error, "the request").join("; ")}`);
+        const { keys, seed } = parsed.data;
+        const ns = state.namespaces.create({ keys, seed: seed === undefined ? undefined : parseSeed(seed, "namespace seed") });
+        return { id: ns.id, apiKeys: ns.apiKeys };
+      },
+      actions: (id) => {
+        const ns = state.namespaces.get(id);
+        return ns === undefined ? undefined : namespaceActions(ns);
+      },
+      remove: (id) => state.namespaces.remove(id),
+      ids: () => state.namespaces.ids(),
+    },
+  };
+}
+
+/** The admin actions of one namespace: the same as the server's, on its state. */
+function namespaceActions(ns: NamespaceState): AdminActions {
+  const keyDescriptions = ns.apiKeys.map((k) => ({ environment: k.environment, readOnly: k.readOnly }));
+  return {
+    reset: async () => resetNamespace(ns),
+    groups: () => ns.store.list(),
+    journal: () => ns.journal.read(),
+    clearJournal: () => ns.journal.clear(),
+    faults: () => ns.faults.list(),
+    addFaults: (rules) => ns.faults.add(rules),
+    clearFaults: () => ns.faults.clear(),
+    rateLimit: () => ns.limiter?.state(keyDescriptions) ?? null,
+    seed: (groups) => ns.store.seed(parseSeed(groups, "seed")),
   };
 }
 
@@ -207,7 +296,8 @@ function answerFailure(state: ServerState, req: IncomingMessage, res: ServerResp
 
 /** Into the journal (API calls only) and the log line of every request. */
 function record(state: ServerState, entry: RawJournalEntry, isApiCall: boolean): void {
-  if (isApiCall) state.journal.add(entry);
+  // A namespace's requests go to its journal only (none if it closed meanwhile).
+  if (isApiCall) (entry.namespace === undefined ? state.journal : state.namespaces.get(entry.namespace)?.journal)?.add(entry);
   state.log?.(
     `${isoTime(entry.startedAt)} ${entry.method} ${redactString(entry.path, state.keys.secrets)} ${entry.status ?? "-"} ${entry.durationMs}ms ${entry.environment ?? "-"}`,
   );
@@ -305,8 +395,9 @@ function fakeServerHandle(state: ServerState, actions: AdminActions, server: Ser
       return parsed.data;
     });
   let closing: Promise<void> | undefined;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    url,
     host,
     port,
     apiKeys: state.opts.apiKeys.map((k) => ({ key: k.key, environment: k.environment, readOnly: k.readOnly === true })),
@@ -323,6 +414,34 @@ function fakeServerHandle(state: ServerState, actions: AdminActions, server: Ser
     clearFaults: () => state.faults.clear(),
     faults: actions.faults,
     connections: () => state.connections.stats(),
+    seed: (groups) => actions.seed(groups),
+    namespace: (options) => namespaceHandle(url, state, state.namespaces.create({ ...options, seed: options?.seed === undefined ? undefined : parseSeed(options.seed, "namespace seed") }), validateRules),
+  };
+}
+
+function namespaceHandle(url: string, state: ServerState, ns: NamespaceState, validateRules: (rules: FaultRuleInput[]) => FaultRule[]): FakeServerNamespace {
+  const actions = namespaceActions(ns);
+  const close = (): void => void state.namespaces.remove(ns.id);
+  return {
+    id: ns.id,
+    url,
+    apiKeys: ns.apiKeys,
+    key: ns.apiKeys[0]!.key,
+    groups: actions.groups,
+    journal: actions.journal,
+    clearJournal: actions.clearJournal,
+    seed: (groups) => actions.seed(groups),
+    setFaults: (rules) => {
+      const parsed = validateRules(rules);
+      ns.faults.clear();
+      ns.faults.add(parsed);
+    },
+    addFaults: (rules) => ns.faults.add(validateRules(rules)),
+    clearFaults: actions.clearFaults,
+    faults: actions.faults,
+    reset: () => resetNamespace(ns),
+    close,
+    [Symbol.dispose]: close,
   };
 }
 

@@ -12,6 +12,8 @@ import {
   type Properties,
 } from "../provider/wire/schemas.js";
 import { ApiError } from "./errors.js";
+import { UserGroupsError } from "../provider/wire/errors.js";
+import type { SeedGroup } from "./seed.js";
 
 /** @internal A stored group, exactly as `GET /__admin/groups` and the data file show it. */
 export const storedGroupSchema = z.object({
@@ -205,6 +207,58 @@ export class Store {
       maxTeamId = Math.max(maxTeamId, group.team_id);
     }
     this.nextTeamId = Math.max(snapshot.next_team_id, maxTeamId + 1);
+  }
+
+  /**
+   * Stores seeded groups (seed.ts checked their shapes), all or none: a token or
+   * team_id already used, or an id twice in the seed, refuses the whole seed. A
+   * group whose id is already in its environment is left as it is (a restart with
+   * a data file and the same seed). Returns the groups stored.
+   */
+  seed(groups: readonly SeedGroup[]): StoredGroup[] {
+    const teamIds = new Set([...this.groups.values()].map((g) => g.team_id));
+    const keys = new Set<string>();
+    const tokens = new Set<string>();
+    const fresh = groups.filter((g) => this.get(g.environment ?? "Customer", g.user_group_id) === undefined);
+    for (const [index, g] of fresh.entries()) {
+      const key = groupKey(g.environment ?? "Customer", g.user_group_id);
+      const problem = keys.has(key)
+        ? "its user_group_id is already in the seed for its environment"
+        : g.token !== undefined && (this.byToken.has(g.token) || tokens.has(g.token))
+          ? "its token is already in use"
+          : g.team_id !== undefined && teamIds.has(g.team_id)
+            ? "its team_id is already in use"
+            : undefined;
+      if (problem !== undefined) throw new UserGroupsError("invalid_seed", `seed group ${index} (user_group_id ${JSON.stringify(g.user_group_id.slice(0, 100))}): ${problem}; nothing was seeded`);
+      keys.add(key);
+      if (g.token !== undefined) tokens.add(g.token);
+      if (g.team_id !== undefined) teamIds.add(g.team_id);
+    }
+    // Team ids handed out here come after every fixed one.
+    for (const g of fresh) if (g.team_id !== undefined) this.nextTeamId = Math.max(this.nextTeamId, g.team_id + 1);
+    const stored = fresh.map((g): StoredGroup => {
+      let teamId = g.team_id;
+      if (teamId === undefined) {
+        while (teamIds.has(this.nextTeamId)) this.nextTeamId += 1;
+        teamId = this.nextTeamId++;
+        teamIds.add(teamId);
+      }
+      const group: StoredGroup = {
+        environment: g.environment ?? "Customer",
+        user_group_id: g.user_group_id,
+        name: g.name,
+        mapping: { ...g.mapping },
+        properties: g.properties ?? null,
+        team_id: teamId,
+        token: g.token ?? this.uniqueToken(),
+      };
+      this.insert(group, groupBytes(group));
+      return group;
+    });
+    // Ids handed out later never meet a seeded one.
+    for (const g of stored) this.nextTeamId = Math.max(this.nextTeamId, g.team_id + 1);
+    if (stored.length > 0) this.changed();
+    return stored.map((g) => structuredClone(g));
   }
 
   get size(): number {

@@ -42,6 +42,10 @@ function refused(io: CliIo, error: unknown, json: boolean): number {
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   // Before the arguments are understood: a usage error under --json is a JSON document too.
   let json = argv.includes("--json");
+  if (argv[0] === "conformance") {
+    const { runConformanceCommand } = await import("./conformance-command.js");
+    return runConformanceCommand(argv.slice(1), io);
+  }
   try {
     let args: CliArgs | CliInfoRequest;
     let groups: GroupSpec[] | undefined;

@@ -167,6 +167,17 @@ export const ERROR_CODES = {
   invalid_api_keys_file: { meaning: "--api-keys-file unreadable, not a regular file, open to others or owned by another user", thrownBy: "fake-server key-sources" },
   invalid_data_file: { meaning: "the fake server's data file is not JSON or not its state; move it away to start empty", thrownBy: "fake-server persistence" },
 
+  // ---- testing kit, conformance kit ----
+  invalid_seed: { meaning: "a seed of the fake server (seed file, `seed` option, `POST /__admin/seed`) breaks its schema, or repeats an id, a token or a team_id; nothing was seeded", thrownBy: "fake-server seed" },
+  unknown_namespace: { meaning: "a fake-server namespace that does not exist (or was closed); create one with server.namespace() or POST /__admin/namespaces", thrownBy: "fake-server namespaces" },
+  too_many_namespaces: { meaning: "the fake server already holds its most namespaces (maxNamespaces); close some (namespace.close(), DELETE /__admin/namespaces/<id>)", thrownBy: "fake-server namespaces" },
+  requests_not_as_expected: { meaning: "a test's assertion on the requests a run sent failed; the message shows expected and sent, redacted", thrownBy: "testing expectRequests" },
+  test_stack_failed: { meaning: "a pulumi-user-groups/testing stack could not be set up or its run failed; the message says which step", thrownBy: "testing createTestStack" },
+  conformance_not_enabled: { meaning: "user-groups conformance runs only with USER_GROUPS_CONFORMANCE=1 in its environment (it creates and deletes groups on the service)", thrownBy: "conformance kit (cli)", exit: 2 },
+  conformance_refused: { meaning: "user-groups conformance refused to start: a Customer key without --allow-customer, a prefix under 3 characters, no key, or a bad base URL", thrownBy: "conformance kit (cli)", exit: 2 },
+  conformance_disagreement: { meaning: "user-groups conformance found the target disagreeing with the contract (or a fixture) in at least one check; the table lists each", thrownBy: "conformance kit (cli)", exit: 1 },
+  invalid_fixture: { meaning: "a conformance fixture file is not JSON, not a fixture of this version, or larger than its limit", thrownBy: "conformance kit fixture", exit: 2 },
+
   // ---- the contract's codes (W3) ----
   ...SERVICE_CODES,
 } as const satisfies Record<string, ErrorCodeEntry>;

@@ -1,4 +1,4 @@
-// `npm run docs`: TypeDoc's API reference of the three entry points builds without a
+// `npm run docs`: TypeDoc's API reference of the four entry points builds without a
 // warning (typedoc.json treats warnings as errors: an exported name whose types are not
 // exported, a broken link), and documents what a user reaches for. Built into a
 // temporary directory: docs/api/ is the developer's, built on demand.
@@ -22,7 +22,7 @@ describe("the API reference", () => {
       env: { ...process.env, PATH: [path.dirname(process.execPath), process.env.PATH ?? ""].join(path.delimiter) },
     });
     expect(`${stdout}${stderr}`).not.toMatch(/\[(warning|error)\]/);
-    for (const page of ["pulumi-user-groups", "pulumi-user-groups_automation", "pulumi-user-groups_fake-server"]) {
+    for (const page of ["pulumi-user-groups", "pulumi-user-groups_automation", "pulumi-user-groups_fake-server", "pulumi-user-groups_testing"]) {
       expect(existsSync(path.join(out, "modules", `${page}.html`)), page).toBe(true);
     }
     const fleet = readFileSync(path.join(out, "classes", "pulumi-user-groups_automation.UserGroupFleet.html"), "utf8");

@@ -9,6 +9,7 @@ import type { z } from "zod";
 import type * as auth from "../../fake-server/auth";
 import type * as faults from "../../fake-server/faults";
 import type * as options from "../../fake-server/options";
+import type * as seed from "../../fake-server/seed";
 import type * as store from "../../fake-server/store";
 import type * as groupsSpec from "../../provider/automation/model/groups-spec";
 import type * as inputs from "../../provider/logic/inputs";
@@ -50,5 +51,6 @@ describe("written-out types equal their zod schemas", () => {
     expectTypeOf<options.ResolvedOptions>().toEqualTypeOf<z.output<typeof options.fakeServerOptionsSchema>>();
     expectTypeOf<store.StoredGroup>().toEqualTypeOf<z.infer<typeof store.storedGroupSchema>>();
     expectTypeOf<store.Snapshot>().toEqualTypeOf<z.infer<typeof store.snapshotSchema>>();
+    expectTypeOf<seed.SeedGroup>().toEqualTypeOf<z.infer<typeof seed.seedGroupSchema>>();
   });
 });

@@ -24,7 +24,7 @@ const SHIPPED = [
   /^README\.md$/,
   /^LICENSE$/,
   /^CHANGELOG\.md$/,
-  /^dist\/(provider|fake-server)\/.+\.(js|d\.ts)$/,
+  /^dist\/(provider|fake-server|testing)\/.+\.(js|d\.ts)$/,
   /^docs\/[^/]+\.md$/,
   /^docs\/openapi\.json$/,
   /^docs\/(perf|trace)-[a-z-]+\.svg$/,

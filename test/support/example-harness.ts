@@ -9,15 +9,10 @@ import path from "node:path";
 import { expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import type { ApiKeyConfig } from "../../fake-server";
+import { type ChangeCounts, trackChanges } from "../../testing/changes";
 import { createPulumiTestEnv, REPO_ROOT } from "./pulumi-env";
 
-export interface ChangeCounts {
-  create?: number;
-  update?: number;
-  replace?: number;
-  delete?: number;
-  same?: number;
-}
+export type { ChangeCounts };
 
 export interface ExampleContext {
   readonly server: FakeServer;
@@ -49,27 +44,6 @@ export interface ExampleSpec {
   readonly edits?: readonly EditStep[];
 }
 
-const GROUP_TYPE_SUFFIX = ":UserGroup";
-
-/** Counts per operation of the groups (not the root stack or the default provider). */
-function groupCounts(ops: Map<string, string>): ChangeCounts {
-  const counts: Record<string, number> = {};
-  for (const op of ops.values()) counts[op] = (counts[op] ?? 0) + 1;
-  return counts;
-}
-
-/** Follows the engine's events: the operation of each group. */
-function trackOps() {
-  const ops = new Map<string, string>();
-  const onEvent = (event: import("@pulumi/pulumi/automation").EngineEvent) => {
-    const meta = event.resourcePreEvent?.metadata;
-    if (!meta || !meta.type.endsWith(GROUP_TYPE_SUFFIX)) return;
-    const op = meta.op === "create-replacement" || meta.op === "delete-replaced" ? "replace" : meta.op;
-    if (ops.get(meta.urn) !== "replace") ops.set(meta.urn, op);
-  };
-  return { ops, onEvent };
-}
-
 function expectCounts(actual: ChangeCounts, expected: ChangeCounts, what: string): void {
   const pick = (c: ChangeCounts) =>
     Object.fromEntries((["create", "update", "replace", "delete"] as const).map((k) => [k, c[k] ?? 0]));
@@ -96,15 +70,15 @@ export async function runExampleLifecycle(spec: ExampleSpec): Promise<void> {
     await stack.setAllConfig(spec.config(server), true);
     const context: ExampleContext = { server, stack, outputs: () => stack.outputs() };
 
-    const preview = trackOps();
+    const preview = trackChanges();
     const before = server.groups();
     await stack.preview({ onEvent: preview.onEvent });
-    expectCounts(groupCounts(preview.ops), { create: spec.creates }, "first preview");
+    expectCounts(preview.counts(), { create: spec.creates }, "first preview");
     expect(server.groups(), "a preview changes nothing on the server").toEqual(before);
 
-    const up = trackOps();
+    const up = trackChanges();
     await stack.up({ onEvent: up.onEvent });
-    expectCounts(groupCounts(up.ops), { create: spec.creates }, "first up");
+    expectCounts(up.counts(), { create: spec.creates }, "first up");
     await spec.verifyUp?.(context);
 
     await stack.preview({ expectNoChanges: true });
@@ -112,12 +86,12 @@ export async function runExampleLifecycle(spec: ExampleSpec): Promise<void> {
 
     for (const edit of spec.edits ?? []) {
       await stack.setAllConfig(edit.config, true);
-      const editPreview = trackOps();
+      const editPreview = trackChanges();
       await stack.preview({ onEvent: editPreview.onEvent });
-      expectCounts(groupCounts(editPreview.ops), edit.expect, `preview of "${edit.description}"`);
-      const editUp = trackOps();
+      expectCounts(editPreview.counts(), edit.expect, `preview of "${edit.description}"`);
+      const editUp = trackChanges();
       await stack.up({ onEvent: editUp.onEvent });
-      expectCounts(groupCounts(editUp.ops), edit.expect, `up of "${edit.description}"`);
+      expectCounts(editUp.counts(), edit.expect, `up of "${edit.description}"`);
       await edit.verify?.(context);
       await stack.preview({ expectNoChanges: true });
     }
