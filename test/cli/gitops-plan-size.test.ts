@@ -62,13 +62,13 @@ describe("examples/gitops workflow: the plan travels at any size", () => {
       const lines = specs.map((g) => `  - { name: "${g.name}", userGroupId: ${g.userGroupId}, mapping: ${JSON.stringify(g.mapping)}, properties: ${JSON.stringify(g.properties)} }`);
       const addGroups = (checkout: string) => writeFileSync(path.join(checkout, "groups.yaml"), `${readFileSync(path.join(checkout, "groups.yaml"), "utf8")}${lines.join("\n")}\n`);
       const started = Date.now();
-      // One engine run (the preview); the apply's own preview and up of a plan are the three-group tests' above.
+      // One engine run (the preview); the apply's own preview and up of a plan are the three-group tests' (gitops-example.test.ts).
       const preview = await runJob("preview", {}, addGroups);
       const seconds = (Date.now() - started) / 1000;
       expect(preview.code, preview.output).toBe(0);
       const body = botComments()[0]!.body;
       expect(body.length).toBeLessThanOrEqual(COMMENT_LIMIT);
-      // 250 new groups, besides the example's three (applied by the tests above, unless run alone).
+      // 250 new groups, besides the example's three (not applied in this file's own stack, so 253 to create; 250 and 3 unchanged where they were applied).
       expect(body).toMatch(/\*\*(250 to create, 0 to update, 0 to replace, 0 to delete, 3 unchanged|253 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged)\*\*/);
       expect(body).toContain(`<!-- user-groups-plan commit=${PR_HEAD} run=${preview.runId} -->`);
       const kept = readStore().artifacts!.find((a) => a.workflow_run.id === Number(preview.runId))!;
