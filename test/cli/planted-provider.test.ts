@@ -9,8 +9,6 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
-import { KNOWN_PROVIDER_TEXTS, untrustedResources } from "../../provider/automation/engine/provider-code";
-import { USER_GROUP_TYPE } from "../../provider/resource/user-group";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -63,19 +61,6 @@ afterAll(async () => {
 });
 
 describe("a state whose provider code this package did not write", () => {
-  it("is found in inputs, outputs, pending operations and foreign resource types; the package's own texts pass", () => {
-    const urn = `urn:pulumi:prod::user-groups::${USER_GROUP_TYPE}::default.acme`;
-    const group = (props: Record<string, unknown>) => ({ urn, type: USER_GROUP_TYPE, inputs: { name: "Acme", __provider: KNOWN_PROVIDER_TEXTS[0] }, outputs: { __provider: KNOWN_PROVIDER_TEXTS[0] }, ...props });
-    expect(untrustedResources({ resources: [group({})] })).toEqual([]);
-    expect(untrustedResources({ resources: [group({ inputs: { __provider: KNOWN_PROVIDER_TEXTS[1] } })] })).toEqual([]);
-    expect(untrustedResources({ resources: [group({ inputs: { __provider: "exports.handler=evil" } })] })).toEqual([{ name: "default.acme", reason: "provider code" }]);
-    expect(untrustedResources({ resources: [group({ outputs: { __provider: 42 } })] })).toEqual([{ name: "default.acme", reason: "provider code" }]);
-    expect(untrustedResources({ resources: [], pending_operations: [{ resource: group({ inputs: { __provider: "x" } }) }] } as never)).toEqual([{ name: "default.acme", reason: "provider code" }]);
-    expect(untrustedResources({ resources: [{ urn: "urn:pulumi:prod::user-groups::aws:s3/bucket:Bucket::b", type: "aws:s3/bucket:Bucket" }] })).toEqual([
-      { name: "urn:pulumi:prod::user-groups::aws:s3/bucket:Bucket::b", reason: "resource type" },
-    ]);
-  });
-
   it("runs nothing on drift, refresh, up --refresh and destroy: exit 2 naming the group, no marker, no request", async () => {
     editState((resources) => {
       const acme = resources.find((r) => r.urn.endsWith("::default.acme"))!;
