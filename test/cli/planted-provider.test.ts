@@ -5,12 +5,26 @@
 // Each is tried with the planted code writing a marker file: the marker never
 // appears, the run exits 2 naming the group, and `recover --rewrite-providers`
 // (after review) puts the package's own text back.
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+//
+// Issue #39 item 1 (CONTRACT F10): the rest of the state is data too. Each kind
+// of field the engine acts on (a provider's `__internal` with a plugin download
+// URL, a version, checksums, parameterization; a group served by a foreign
+// provider; a field this package never writes) is planted with `pulumi stack
+// import`, with the would-be plugin served from 127.0.0.1 (it would leave a
+// marker, with the key in its environment): every command that reads the state
+// exits 2 (`untrusted_state`) naming the resource and the field, nothing is
+// downloaded, no process leaves the marker, no request reaches the service.
+import { execFile, execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
+import { type FolderServer, serveFolder } from "../plugin/support";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
+
+const run = promisify(execFile);
 
 const KEY = "planted-provider-key-00001";
 let server: FakeServer;
@@ -105,10 +119,139 @@ describe("a state whose provider code this package did not write", () => {
     for (const args of [["refresh", "--stack", "prod", "--json"], ["recover", "--file", "groups.yaml", "--stack", "prod", "--rewrite-providers", "--yes", "--json"]]) {
       const run = await cli(...args);
       expect(run.code, run.stderr).toBe(2);
-      expect(run.stdout).toContain("untrusted_provider_code");
+      // More than provider code: a resource this package never makes (F10), which --rewrite-providers cannot mend.
+      expect(run.stdout).toContain("untrusted_state");
+      expect(run.stdout).toContain('"pulumi-nodejs:dynamic:Resource") type: is not a type this package makes');
       expect(run.stdout).toContain("pulumi state delete");
       expect(existsSync(marker)).toBe(false);
     }
     rmSync(marker, { force: true });
   });
+});
+
+describe("a state with fields the engine acts on (F10)", () => {
+  const STACK_REF = "organization/user-groups/prod";
+  const PROVIDER_URN = "urn:pulumi:prod::user-groups::pulumi:providers:pulumi-nodejs::default";
+  let pluginHost: FolderServer;
+  let clean: string;
+  let scratch: string;
+  let pluginMarker: string;
+
+  /** The Pulumi CLI on the CLI's default backend (.user-groups/state), as a person (or an attacker) runs it. */
+  async function pulumi(...args: string[]): Promise<string> {
+    const backend = `file://${path.join(env.workDir, ".user-groups", "state")}`;
+    const { stdout } = await run("pulumi", args, { cwd: scratch, env: { ...process.env, ...env.envVars, PULUMI_BACKEND_URL: backend }, maxBuffer: 64 * 1024 * 1024 });
+    return stdout;
+  }
+
+  /** Imports `deployment` as the stack's state. */
+  async function importState(deployment: unknown): Promise<void> {
+    const file = path.join(scratch, "planted.json");
+    writeFileSync(file, JSON.stringify(deployment));
+    await pulumi("stack", "import", "--stack", STACK_REF, "--file", file);
+  }
+
+  type Resource = Record<string, unknown> & { urn: string; type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> };
+  type Planting = (resources: Resource[], url: string) => void;
+
+  const providerOf = (resources: Resource[]) => resources.find((r) => r.urn === PROVIDER_URN)!;
+  const acmeOf = (resources: Resource[]) => resources.find((r) => r.urn.endsWith("::default.acme"))!;
+  const onProvider = (props: Record<string, unknown>): Planting => (resources) => {
+    providerOf(resources).inputs = props;
+    providerOf(resources).outputs = props;
+  };
+
+  /** Each kind of field, and what the refusal must name: the resource and the field. */
+  const KINDS: Array<[string, Planting, string]> = [
+    ["__internal with a plugin download URL and a version on the default provider (the review's finding)", (rs, url) => onProvider({ __internal: { name: "evilplug", pluginDownloadURL: url }, version: "1.0.0" })(rs, url), '"default" ("pulumi:providers:pulumi-nodejs") inputs.__internal'],
+    ["a plugin download URL and checksums", (rs, url) => onProvider({ pluginDownloadURL: url, version: "1.0.0", __internal: { pluginChecksums: { "linux-amd64": "00" } } })(rs, url), '"default" ("pulumi:providers:pulumi-nodejs") inputs.pluginDownloadURL'],
+    ["parameterization", (rs, url) => onProvider({ __internal: { pluginDownloadURL: url, parameterization: { name: "evilplug", version: "1.0.0", value: "ZXZpbA==" } }, version: "1.0.0" })(rs, url), '"default" ("pulumi:providers:pulumi-nodejs") inputs.__internal'],
+    ["a version other than the one written", onProvider({ version: "1.0.0" }), '"default" ("pulumi:providers:pulumi-nodejs") inputs.version'],
+    [
+      "a group served by a foreign provider",
+      (rs, url) => {
+        const urn = "urn:pulumi:prod::user-groups::pulumi:providers:evilplug::planted";
+        const props = { __internal: { pluginDownloadURL: url }, version: "1.0.0" };
+        rs.splice(1, 0, { urn, custom: true, id: "planted-id", type: "pulumi:providers:evilplug", inputs: props, outputs: props });
+        acmeOf(rs).provider = `${urn}::planted-id`;
+      },
+      '"default.acme" ("pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup") provider: is not this stack\'s default provider',
+    ],
+    [
+      "a field this package never writes",
+      (rs, url) => {
+        acmeOf(rs).inputs!.pluginDownloadURL = url;
+        acmeOf(rs).outputs!.pluginDownloadURL = url;
+      },
+      '"default.acme" ("pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup") inputs.pluginDownloadURL: is a field this package never writes',
+    ],
+  ];
+
+  const READERS: string[][] = [
+    ["preview", "--file", "groups.yaml", "--stack", "prod", "--json"],
+    ["up", "--file", "groups.yaml", "--stack", "prod", "--yes", "--json"],
+    ["up", "--file", "groups.yaml", "--stack", "prod", "--yes", "--refresh", "--json"],
+    ["refresh", "--stack", "prod", "--json"],
+    ["drift", "--stack", "prod", "--json"],
+    ["destroy", "--stack", "prod", "--yes", "--json"],
+    ["recover", "--file", "groups.yaml", "--stack", "prod", "--yes", "--json"],
+  ];
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(path.join(env.workDir, "..", "scratch-"));
+    pluginMarker = path.join(scratch, "planted-plugin-ran");
+    // The would-be plugin: each name the engine could ask for, for this platform, leaving a marker when started.
+    const pluginFiles = path.join(scratch, "plugin");
+    mkdirSync(pluginFiles);
+    for (const name of ["evilplug", "pulumi-nodejs"]) {
+      const file = path.join(pluginFiles, `pulumi-resource-${name}`);
+      writeFileSync(file, `#!/bin/sh\necho "ran with key: \${USER_GROUPS_API_KEY:+present}" > ${JSON.stringify(pluginMarker)}\nexit 1\n`);
+      chmodSync(file, 0o755);
+    }
+    const served = path.join(scratch, "served");
+    mkdirSync(served);
+    const platform = `${process.platform}-${process.arch === "x64" ? "amd64" : process.arch}`;
+    for (const name of ["evilplug", "pulumi-nodejs"]) {
+      execFileSync("tar", ["-czf", path.join(served, `pulumi-resource-${name}-v1.0.0-${platform}.tar.gz`), "-C", pluginFiles, "."]);
+    }
+    pluginHost = await serveFolder(served);
+    // The stack as the tests above left it holds a foreign resource, removed as a person would: then a real up's state.
+    await pulumi("state", "delete", "--stack", STACK_REF, "--yes", "urn:pulumi:prod::user-groups::pulumi-nodejs:dynamic:Resource::planted").catch(() => "");
+    const up = await cli("up", "--file", "groups.yaml", "--stack", "prod", "--yes");
+    expect(up.code, up.stderr).toBe(0);
+    clean = await pulumi("stack", "export", "--stack", STACK_REF);
+  });
+  afterAll(async () => {
+    await pluginHost?.close();
+  });
+
+  it("the state a real up leaves is data this package writes: every command runs on it", async () => {
+    const drift = await cli("drift", "--stack", "prod", "--json");
+    expect(drift.code, drift.stderr).toBe(0);
+  });
+
+  for (const [kind, plant, named] of KINDS) {
+    it(`refuses ${kind} on every command that reads the state: exit 2, untrusted_state naming it, no download, no process, no request`, async () => {
+      const planted = JSON.parse(clean) as { deployment: { resources: Resource[] } };
+      plant(planted.deployment.resources, pluginHost.url);
+      await importState(planted);
+      // The plant took: the engine's own export shows it.
+      const held = await pulumi("stack", "export", "--stack", STACK_REF);
+      expect(held).toContain(kind.startsWith("a version") ? '"version": "1.0.0"' : pluginHost.url);
+      for (const args of READERS) {
+        const before = server.journal().length;
+        const result = await cli(...args);
+        const what = `${args.join(" ")}: ${result.stderr}`;
+        expect(result.code, what).toBe(2);
+        const error = (JSON.parse(result.stdout) as { error: { code: string; message: string } }).error;
+        expect(error.code, what).toBe("untrusted_state");
+        expect(error.message, what).toContain(named);
+        expect(error.message).not.toContain(KEY);
+        expect(pluginHost.requests, `${what}: asked for a plugin`).toEqual([]);
+        expect(existsSync(pluginMarker), `${what}: started the planted plugin`).toBe(false);
+        expect(server.journal().length, `${what}: sent a request`).toBe(before);
+      }
+      await importState(JSON.parse(clean));
+    });
+  }
 });

@@ -14,4 +14,4 @@ export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./provider-code";
 // assertOwnProviderCode: the earlier name of assertStateIsData (it checked `__provider` only), kept for its callers.
-export { assertStateIsData, assertStateIsData as assertOwnProviderCode, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state-data";
+export { assertStateIsData, assertStateIsData as assertOwnProviderCode, checkedState, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state-data";

@@ -434,3 +434,9 @@ export function assertStateIsData(exported: Deployment | undefined, stackName: s
   }
   throw new UntrustedStateError(stackName, problems);
 }
+
+/** The state, once assertStateIsData found it to be only data this package writes (for a read that feeds an engine run). */
+export function checkedState(exported: Deployment, stackName: string): Deployment {
+  assertStateIsData(exported, stackName);
+  return exported;
+}
