@@ -14,13 +14,13 @@
 // marker, with the key in its environment): every command that reads the state
 // exits 2 (`untrusted_state`) naming the resource and the field, nothing is
 // downloaded, no process leaves the marker, no request reaches the service.
-import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
-import { type FolderServer, serveFolder } from "../plugin/support";
+import { type PlantedPlugin, servePlantedPlugin } from "../support/planted-plugin";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -132,10 +132,9 @@ describe("a state whose provider code this package did not write", () => {
 describe("a state with fields the engine acts on (F10)", () => {
   const STACK_REF = "organization/user-groups/prod";
   const PROVIDER_URN = "urn:pulumi:prod::user-groups::pulumi:providers:pulumi-nodejs::default";
-  let pluginHost: FolderServer;
+  let pluginHost: PlantedPlugin;
   let clean: string;
   let scratch: string;
-  let pluginMarker: string;
 
   /** The Pulumi CLI on the CLI's default backend (.user-groups/state), as a person (or an attacker) runs it. */
   async function pulumi(...args: string[]): Promise<string> {
@@ -199,22 +198,7 @@ describe("a state with fields the engine acts on (F10)", () => {
 
   beforeAll(async () => {
     scratch = mkdtempSync(path.join(env.workDir, "..", "scratch-"));
-    pluginMarker = path.join(scratch, "planted-plugin-ran");
-    // The would-be plugin: each name the engine could ask for, for this platform, leaving a marker when started.
-    const pluginFiles = path.join(scratch, "plugin");
-    mkdirSync(pluginFiles);
-    for (const name of ["evilplug", "pulumi-nodejs"]) {
-      const file = path.join(pluginFiles, `pulumi-resource-${name}`);
-      writeFileSync(file, `#!/bin/sh\necho "ran with key: \${USER_GROUPS_API_KEY:+present}" > ${JSON.stringify(pluginMarker)}\nexit 1\n`);
-      chmodSync(file, 0o755);
-    }
-    const served = path.join(scratch, "served");
-    mkdirSync(served);
-    const platform = `${process.platform}-${process.arch === "x64" ? "amd64" : process.arch}`;
-    for (const name of ["evilplug", "pulumi-nodejs"]) {
-      execFileSync("tar", ["-czf", path.join(served, `pulumi-resource-${name}-v1.0.0-${platform}.tar.gz`), "-C", pluginFiles, "."]);
-    }
-    pluginHost = await serveFolder(served);
+    pluginHost = await servePlantedPlugin(scratch);
     // The stack as the tests above left it holds a foreign resource, removed as a person would: then a real up's state.
     await pulumi("state", "delete", "--stack", STACK_REF, "--yes", "urn:pulumi:prod::user-groups::pulumi-nodejs:dynamic:Resource::planted").catch(() => "");
     const up = await cli("up", "--file", "groups.yaml", "--stack", "prod", "--yes");
@@ -248,7 +232,7 @@ describe("a state with fields the engine acts on (F10)", () => {
         expect(error.message, what).toContain(named);
         expect(error.message).not.toContain(KEY);
         expect(pluginHost.requests, `${what}: asked for a plugin`).toEqual([]);
-        expect(existsSync(pluginMarker), `${what}: started the planted plugin`).toBe(false);
+        expect(pluginHost.ran(), `${what}: started the planted plugin`).toBe(false);
         expect(server.journal().length, `${what}: sent a request`).toBe(before);
       }
       await importState(JSON.parse(clean));

@@ -176,14 +176,15 @@ function secret(inner: Check): Check {
   };
 }
 
-/** Either check passes. */
-function either(first: Check, second: Check): Check {
+/** The value as `check` wants it, or a secret of it (its plaintext checked with `check`). */
+function orSecret(check: Check): Check {
+  const hidden = secret(check);
+  return (value, at, report) => (isRecord(value) && SIG_KEY in value ? hidden : check)(value, at, report);
+}
+
+function orNull(check: Check): Check {
   return (value, at, report) => {
-    let failed = false;
-    first(value, at, () => {
-      failed = true;
-    });
-    if (failed) second(value, at, report);
+    if (value !== null) check(value, at, report);
   };
 }
 
@@ -202,7 +203,7 @@ const GROUP_INPUT_FIELDS = {
   name: string,
   userGroupId: string,
   mapping: recordOf(string),
-  properties: either(exactly(null, "null"), recordOf(jsonValue)),
+  properties: orNull(recordOf(jsonValue)),
   rotationTrigger: string,
   adoptExisting: boolean,
   profile: string,
@@ -219,24 +220,27 @@ const groupInputs = fields({ ...GROUP_INPUT_FIELDS, __provider: required(provide
 /** What the provider returns (userGroupOutputsSchema), the token a secret. */
 const groupOutputs = fields({
   ...GROUP_INPUT_FIELDS,
-  token: either(string, secret(string)),
+  token: orSecret(string),
   teamId: finiteNumber,
   providedId: string,
   apiEnvironmentTag: string,
   __provider: providerText,
 });
 
-/** The stack's outputs: the CLI's `groups` (each group's outputs, the token a secret), the fleet's marker. */
+/** The CLI's stack output `groups`: each group's outputs, by resource name (the token a secret). */
+const groupsOutput = recordOf(
+  fields({
+    userGroupId: string,
+    name: string,
+    token: orSecret(string),
+    teamId: finiteNumber,
+    apiEnvironmentTag: string,
+  }),
+);
+
+/** The stack's outputs: the CLI's `groups` (itself a secret when the engine keeps it whole), the fleet's marker. */
 const stackOutputs = fields({
-  groups: recordOf(
-    fields({
-      userGroupId: string,
-      name: string,
-      token: either(string, secret(string)),
-      teamId: finiteNumber,
-      apiEnvironmentTag: string,
-    }),
-  ),
+  groups: orSecret(groupsOutput),
   userGroupsFleet: exactly(true, "true"),
 });
 

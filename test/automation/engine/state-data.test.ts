@@ -89,6 +89,13 @@ describe("a state as data (F10)", () => {
       rs.push({ ...group("acme", ciphertext), delete: true });
     });
     expect(stateProblems(pending, STACK)).toEqual([]);
+    // The stack's `groups` output kept whole as a secret, encrypted or shown.
+    const stackOf = (rs: Resource[]) => find(rs, "Stack::user-groups-prod");
+    expect(stateProblems(edited((rs) => void (stackOf(rs).outputs = { groups: ciphertext })), STACK)).toEqual([]);
+    expect(stateProblems(edited((rs) => void (stackOf(rs).outputs = { groups: plaintext({ "default.acme": { name: "A", token: "t" } }) })), STACK)).toEqual([]);
+    expect(stateProblems(edited((rs) => void (stackOf(rs).outputs = { groups: plaintext({ "default.acme": { name: "A", evil: 1 } }) })), STACK)).toEqual([
+      expect.objectContaining({ field: 'outputs.groups["default.acme"].evil', why: "(inside a secret) is a field this package never writes" }),
+    ]);
   });
 
   it("finds each field the engine would act on, naming the resource and the field", () => {
