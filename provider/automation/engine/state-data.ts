@@ -257,7 +257,9 @@ function resourceCheck(type: unknown, expected: Expected, pending: boolean): Che
   const urn = (what: string, ok: (value: string) => boolean): Check => (value, at, report) => {
     if (typeof value !== "string" || !ok(value)) report(at, `is not ${what}`);
   };
-  const id = pending ? nonEmptyString : required(nonEmptyString);
+  /** Required, but optional in a pending operation's copy of the resource. */
+  const or = (optional: boolean, check: Check): Check | FieldSpec => (optional ? check : required(check));
+  const id = or(pending, nonEmptyString);
   switch (type) {
     case STACK_TYPE:
       return fields({
@@ -286,8 +288,9 @@ function resourceCheck(type: unknown, expected: Expected, pending: boolean): Che
         type: required(string),
         inputs: required(groupInputs),
         outputs: pending ? groupOutputs : required(groupOutputs),
-        parent: required(urn("this stack", (value) => value === expected.stackUrn)),
-        provider: required(urn("this stack's default provider", (value) => expected.providerRef !== undefined && value === expected.providerRef)),
+        // A pending operation's copy may lack them (the engine acts on none it lacks); where present, they must be ours.
+        parent: or(pending, urn("this stack", (value) => value === expected.stackUrn)),
+        provider: or(pending, urn("this stack's default provider", (value) => expected.providerRef !== undefined && value === expected.providerRef)),
         dependencies: arrayOf(string, 0),
         propertyDependencies: recordOf(arrayOf(string, 0)),
         additionalSecretOutputs: arrayOf(exactly("token", '"token"'), 1),
@@ -353,6 +356,8 @@ export function stateProblems(exported: Deployment | undefined, stackName: strin
   fields({
     manifest: required(manifest),
     secrets_providers: secretsProviders,
+    // What the engine notes of a snapshot that failed its integrity check (apitype SnapshotMetadataV1): text only.
+    metadata: fields({ integrity_error: fields({ version: string, command: string, error: string }) }),
     resources: arrayOf(() => undefined),
     pending_operations: arrayOf(() => undefined),
   })(deployment, "", top);

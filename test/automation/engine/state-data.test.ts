@@ -89,6 +89,9 @@ describe("a state as data (F10)", () => {
       rs.push({ ...group("acme", ciphertext), delete: true });
     });
     expect(stateProblems(pending, STACK)).toEqual([]);
+    // A pending create's copy without the fields the engine had not filled in yet.
+    const { outputs: _o, id: _i, parent: _p, provider: _v, ...bare } = group("initech", ciphertext);
+    expect(stateProblems(edited((_, d) => void (d.pending_operations = [{ resource: bare, type: "creating" }])), STACK)).toEqual([]);
     // The stack's `groups` output kept whole as a secret, encrypted or shown.
     const stackOf = (rs: Resource[]) => find(rs, "Stack::user-groups-prod");
     expect(stateProblems(edited((rs) => void (stackOf(rs).outputs = { groups: ciphertext })), STACK)).toEqual([]);
