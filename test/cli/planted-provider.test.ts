@@ -99,7 +99,7 @@ describe("a state whose provider code this package did not write", () => {
       expect(existsSync(marker), `${args[0]} ran the planted code`).toBe(false);
       expect(server.journal().length, `${args[0]} sent a request`).toBe(before);
     }
-  });
+  }, 300_000); // five CLI runs: seconds each, more on a loaded machine
 
   it("recover --rewrite-providers writes the package's own text back; then drift finds nothing", async () => {
     const recovered = await cli("recover", "--file", "groups.yaml", "--stack", "prod", "--rewrite-providers", "--yes");
@@ -241,6 +241,6 @@ describe("a state with fields the engine acts on (F10)", () => {
         expect(server.journal().length, `${what}: sent a request`).toBe(before);
       }
       await importState(JSON.parse(clean));
-    });
+    }, 300_000); // up to seven CLI runs and three of the Pulumi CLI
   }
 });
