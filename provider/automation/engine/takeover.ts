@@ -294,7 +294,7 @@ async function takeOverTraced(
   const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
 
   const exported = await options.stack.exportStack();
-  // The refresh and the adopting up below load provider code from this state: only ours may run.
+  // The refresh and the adopting up below load providers from this state: it must be data this package writes (F10).
   assertStateIsData(exported, options.stackName);
   const deployment = exported.deployment as RawDeployment;
   const pending = pendingOf(deployment);
