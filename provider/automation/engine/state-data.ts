@@ -115,16 +115,23 @@ function recordOf(entry: Check): Check {
   };
 }
 
-/** Plain JSON: no special value (a secret is allowed only where `secret()` says), nothing deeper than MAX_DEPTH. */
-function json(depth = 0): Check {
+/**
+ * Plain JSON, nothing deeper than MAX_DEPTH, and no special value: no secret
+ * either unless `secrets` (then checked as secret() does), never an asset, an
+ * archive or a resource reference.
+ */
+function json(depth = 0, secrets = false): Check {
   return (value, at, report) => {
     if (depth > MAX_DEPTH) return report(at, `is nested deeper than ${MAX_DEPTH} levels`);
     if (value === null || typeof value === "string" || typeof value === "boolean") return;
     if (typeof value === "number") return finiteNumber(value, at, report);
-    if (Array.isArray(value)) return value.forEach((entry, index) => json(depth + 1)(entry, `${at}[${index}]`, report));
+    if (Array.isArray(value)) return value.forEach((entry, index) => json(depth + 1, secrets)(entry, `${at}[${index}]`, report));
     if (!isRecord(value)) return report(at, `is ${kindOf(value)}, not JSON`);
-    if (SIG_KEY in value) return report(at, `is ${kindOf(value)}, which this package never writes here`);
-    for (const [key, field] of Object.entries(value)) json(depth + 1)(field, segment(at, key), report);
+    if (SIG_KEY in value) {
+      if (secrets && value[SIG_KEY] === SECRET_SIG) return secret(json(depth + 1, secrets))(value, at, report);
+      return report(at, `is ${kindOf(value)}, which this package never writes here`);
+    }
+    for (const [key, field] of Object.entries(value)) json(depth + 1, secrets)(field, segment(at, key), report);
   };
 }
 const jsonValue = json();
@@ -244,6 +251,19 @@ const stackOutputs = fields({
   userGroupsFleet: exactly(true, "true"),
 });
 
+/** A config key of the project's namespace, as the engine hands the stack's config to the dynamic provider. */
+const CONFIG_KEY = new RegExp(`^${PROJECT_NAME}:[A-Za-z0-9_.-]{1,200}$`);
+
+/** The default provider's inputs and outputs: the project's config values (JSON, secrets anywhere), nothing else. */
+const projectConfig: Check = (value, at, report) => {
+  if (!isRecord(value) || SIG_KEY in value) return report(at, `is ${kindOf(value)}, not an object`);
+  const configValue = json(0, true);
+  for (const [key, field] of Object.entries(value)) {
+    if (CONFIG_KEY.test(key)) configValue(field, segment(at, key), report);
+    else report(segment(at, key), "is a field this package never writes");
+  }
+};
+
 /** Where the state's resources must point: the stack's own URNs, and its default provider's reference. */
 interface Expected {
   readonly stackUrn: string;
@@ -275,9 +295,10 @@ function resourceCheck(type: unknown, expected: Expected, pending: boolean): Che
         custom: required(exactly(true, "true")),
         id,
         type: required(string),
-        // The default provider of dynamic resources takes no inputs: a version, __internal, a download URL are not ours.
-        inputs: fields({}),
-        outputs: fields({}),
+        // The default provider of dynamic resources gets the stack's config of the project's namespace (`user-groups:baseUrl`,
+        // `user-groups:apiKey` as a secret...), nothing else: a version, __internal, a download URL are not ours.
+        inputs: projectConfig,
+        outputs: projectConfig,
         ...BOOKKEEPING,
       });
     case USER_GROUP_TYPE:

@@ -89,6 +89,9 @@ describe("a state as data (F10)", () => {
       rs.push({ ...group("acme", ciphertext), delete: true });
     });
     expect(stateProblems(pending, STACK)).toEqual([]);
+    // Stack config of the project's namespace, which the engine hands the default provider (a key as a secret).
+    const configured = { "user-groups:baseUrl": "https://api.example", "user-groups:apiKey": ciphertext, "user-groups:profiles": { eu: { apiKey: plaintext("k") } } };
+    expect(stateProblems(edited((rs) => void Object.assign(provider(rs), { inputs: configured, outputs: configured })), STACK)).toEqual([]);
     // A pending create's copy without the fields the engine had not filled in yet.
     const { outputs: _o, id: _i, parent: _p, provider: _v, ...bare } = group("initech", ciphertext);
     expect(stateProblems(edited((_, d) => void (d.pending_operations = [{ resource: bare, type: "creating" }])), STACK)).toEqual([]);
@@ -113,6 +116,8 @@ describe("a state as data (F10)", () => {
         { urn: PROVIDER_URN, field: "inputs.__internal", why: "is a field this package never writes" },
       ],
       ["a provider version", edited((rs) => void (provider(rs).inputs = { version: "1.0.0" })), { field: "inputs.version" }],
+      ["config of another namespace", edited((rs) => void (provider(rs).inputs = { "aws:region": "x" })), { field: 'inputs["aws:region"]' }],
+      ["an asset in config", edited((rs) => void (provider(rs).inputs = { "user-groups:baseUrl": { [SIG]: "c44067f5952c0a294b673a41bacd8c17", uri: "http://x" } })), { field: 'inputs["user-groups:baseUrl"]' }],
       ["pluginDownloadURL on the provider", edited((rs) => void (provider(rs).outputs = { pluginDownloadURL: "https://evil.example/" })), { field: "outputs.pluginDownloadURL" }],
       ["checksums on the provider", edited((rs) => void (provider(rs).inputs = { __internal: { pluginChecksums: { "linux-amd64": "00" } } })), { field: "inputs.__internal" }],
       ["parameterization on the provider", edited((rs) => void (provider(rs).inputs = { parameterization: { name: "evil", version: "1.0.0", value: "AA==" } })), { field: "inputs.parameterization" }],
