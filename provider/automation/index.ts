@@ -71,9 +71,11 @@ export {
   PulumiCliMissingError,
   PulumiCommandError,
   RunFailedError,
+  type StateProblem,
   StackNotFoundError,
   UntrustedProviderCodeError,
   type UntrustedResource,
+  UntrustedStateError,
   UntrustedWorkspaceError,
   WrongPassphraseError,
 } from "./engine";

@@ -3,7 +3,7 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { backendNotice, detectDrift, FileRefusedError, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
+import { backendNotice, detectDrift, FileRefusedError, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, UntrustedStateError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";
@@ -194,7 +194,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     const secrets = secretValuesOf({ ...(args.backendUrl !== undefined ? { backendUrl: args.backendUrl } : {}) }, io.env);
     const message = scrubText(`${args.operation} of stack "${args.stack}" failed: ${describeFailure(error, args, backendUrl)}`, secrets);
     const refusedInput =
-      [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, PlanMismatchError].some((refusal) => error instanceof refusal) &&
+      [GroupsValidationError, FleetStackError, DeletionRefusedError, UntrustedWorkspaceError, UntrustedProviderCodeError, UntrustedStateError, BaseUrlNotAllowedError, PlanMismatchError].some((refusal) => error instanceof refusal) &&
       !(error instanceof PlanMismatchError && error.applied);
     const exitCode = refusedInput ? EXIT_USAGE : EXIT_FAILED;
     return reportFailure(io, { code: error instanceof UserGroupsError ? error.code : "internal_error", message, exitCode }, args.json);

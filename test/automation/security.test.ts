@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { PLANTED_PLUGIN_VERSION, servePlantedPlugin } from "../support/planted-plugin";
 import { REPO_ROOT } from "../support/pulumi-env";
 import { useStackFixture } from "../support/stack-fixture";
 import { runUserGroupsCli, USER_GROUPS_CLI } from "../support/user-groups-cli";
@@ -381,5 +382,64 @@ describe("8. keys only through the environment or stdin, in every doc and messag
     const security = readFileSync(path.join(REPO_ROOT, "docs/security.md"), "utf8");
     expect(security).toMatch(/Pulumi's debug output can print secrets/);
     expect(security).toMatch(/-v=N[\s\S]*--debug[\s\S]*PULUMI_DEBUG_GRPC[\s\S]*never turn these on in CI with real keys/);
+  });
+});
+
+describe("9. a state is data (F10): nothing in it is fetched or run, for the fleet too", () => {
+  type InternalModule = typeof import("../../provider/automation/internal");
+  const internal = load(path.join(REPO_ROOT, "dist/provider/automation/internal.js")) as InternalModule;
+  const engineEnv = () => ({ ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY });
+
+  it("starts every engine with automatic plugin acquisition off, whatever envVars says", async () => {
+    const selected = await internal.selectStack(
+      { stack: "no-acquisition", workDir: path.join(env.workDir, "no-acquisition"), envVars: { ...engineEnv(), PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "false" } },
+      async () => ({}),
+    );
+    try {
+      // What the Automation API gives every `pulumi` command it runs for this stack (up, preview, refresh, destroy...).
+      expect(selected.stack.workspace.envVars.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION).toBe("true");
+    } finally {
+      selected.dispose();
+    }
+  });
+
+  it("a fleet's ensure and remove on a state with a planted plugin download URL: refused naming it, nothing fetched, started or sent", async () => {
+    const root = mkdtempSync(path.join(env.workDir, "planted-"));
+    const plugin = await servePlantedPlugin(root);
+    const options = { stack: "fleet-planted", workDir: path.join(env.workDir, "fleet-planted"), envVars: engineEnv() };
+    const fleet = new automation.UserGroupFleet(options);
+    try {
+      await fleet.ensure({ name: "Fleet A", userGroupId: "fleet-a" });
+      // Planted as the review's finding did: the default provider's inputs and outputs.
+      const selected = await internal.selectStack(options, async () => ({}), { mustExist: true });
+      try {
+        const state = await selected.stack.exportStack();
+        const resources = (state.deployment as { resources: Array<Record<string, unknown>> }).resources;
+        const provider = resources.find((r) => r.type === "pulumi:providers:pulumi-nodejs")!;
+        const planted = { __internal: { name: "evilplug", pluginDownloadURL: plugin.url }, version: PLANTED_PLUGIN_VERSION };
+        provider.inputs = planted;
+        provider.outputs = planted;
+        await selected.stack.importStack(state);
+      } finally {
+        selected.dispose();
+      }
+      const mark = server.journal().length;
+      for (const call of [() => fleet.ensure({ name: "Fleet B", userGroupId: "fleet-b" }), () => fleet.ensure({ name: "Fleet A", userGroupId: "fleet-a" }), () => fleet.remove("fleet-a")]) {
+        const error = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(automation.UntrustedStateError);
+        expect((error as Error & { code: string }).code).toBe("untrusted_state");
+        expect((error as Error).message).toContain('"default" ("pulumi:providers:pulumi-nodejs") inputs.__internal: is a field this package never writes');
+        expect((error as Error).message).not.toContain(KEY);
+      }
+      expect(plugin.requests).toEqual([]);
+      expect(plugin.ran()).toBe(false);
+      expect(server.journal().length).toBe(mark);
+    } finally {
+      await fleet.close();
+      await plugin.close();
+    }
   });
 });

@@ -5,14 +5,26 @@
 // Each is tried with the planted code writing a marker file: the marker never
 // appears, the run exits 2 naming the group, and `recover --rewrite-providers`
 // (after review) puts the package's own text back.
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+//
+// Issue #39 item 1 (CONTRACT F10): the rest of the state is data too. Each kind
+// of field the engine acts on (a provider's `__internal` with a plugin download
+// URL, a version, checksums, parameterization; a group served by a foreign
+// provider; a field this package never writes) is planted with `pulumi stack
+// import`, with the would-be plugin served from 127.0.0.1 (it would leave a
+// marker, with the key in its environment): every command that reads the state
+// exits 2 (`untrusted_state`) naming the resource and the field, nothing is
+// downloaded, no process leaves the marker, no request reaches the service.
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
-import { KNOWN_PROVIDER_TEXTS, untrustedResources } from "../../provider/automation/engine/provider-code";
-import { USER_GROUP_TYPE } from "../../provider/resource/user-group";
+import { type PlantedPlugin, servePlantedPlugin } from "../support/planted-plugin";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
+
+const run = promisify(execFile);
 
 const KEY = "planted-provider-key-00001";
 let server: FakeServer;
@@ -63,19 +75,6 @@ afterAll(async () => {
 });
 
 describe("a state whose provider code this package did not write", () => {
-  it("is found in inputs, outputs, pending operations and foreign resource types; the package's own texts pass", () => {
-    const urn = `urn:pulumi:prod::user-groups::${USER_GROUP_TYPE}::default.acme`;
-    const group = (props: Record<string, unknown>) => ({ urn, type: USER_GROUP_TYPE, inputs: { name: "Acme", __provider: KNOWN_PROVIDER_TEXTS[0] }, outputs: { __provider: KNOWN_PROVIDER_TEXTS[0] }, ...props });
-    expect(untrustedResources({ resources: [group({})] })).toEqual([]);
-    expect(untrustedResources({ resources: [group({ inputs: { __provider: KNOWN_PROVIDER_TEXTS[1] } })] })).toEqual([]);
-    expect(untrustedResources({ resources: [group({ inputs: { __provider: "exports.handler=evil" } })] })).toEqual([{ name: "default.acme", reason: "provider code" }]);
-    expect(untrustedResources({ resources: [group({ outputs: { __provider: 42 } })] })).toEqual([{ name: "default.acme", reason: "provider code" }]);
-    expect(untrustedResources({ resources: [], pending_operations: [{ resource: group({ inputs: { __provider: "x" } }) }] } as never)).toEqual([{ name: "default.acme", reason: "provider code" }]);
-    expect(untrustedResources({ resources: [{ urn: "urn:pulumi:prod::user-groups::aws:s3/bucket:Bucket::b", type: "aws:s3/bucket:Bucket" }] })).toEqual([
-      { name: "urn:pulumi:prod::user-groups::aws:s3/bucket:Bucket::b", reason: "resource type" },
-    ]);
-  });
-
   it("runs nothing on drift, refresh, up --refresh and destroy: exit 2 naming the group, no marker, no request", async () => {
     editState((resources) => {
       const acme = resources.find((r) => r.urn.endsWith("::default.acme"))!;
@@ -100,7 +99,7 @@ describe("a state whose provider code this package did not write", () => {
       expect(existsSync(marker), `${args[0]} ran the planted code`).toBe(false);
       expect(server.journal().length, `${args[0]} sent a request`).toBe(before);
     }
-  });
+  }, 300_000); // five CLI runs: seconds each, more on a loaded machine
 
   it("recover --rewrite-providers writes the package's own text back; then drift finds nothing", async () => {
     const recovered = await cli("recover", "--file", "groups.yaml", "--stack", "prod", "--rewrite-providers", "--yes");
@@ -120,10 +119,128 @@ describe("a state whose provider code this package did not write", () => {
     for (const args of [["refresh", "--stack", "prod", "--json"], ["recover", "--file", "groups.yaml", "--stack", "prod", "--rewrite-providers", "--yes", "--json"]]) {
       const run = await cli(...args);
       expect(run.code, run.stderr).toBe(2);
-      expect(run.stdout).toContain("untrusted_provider_code");
-      expect(run.stdout).toContain("pulumi state delete");
+      // More than provider code: a resource this package never makes (F10), which --rewrite-providers cannot mend.
+      const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe("untrusted_state");
+      expect(error.message).toContain('"planted" ("pulumi-nodejs:dynamic:Resource") type: is not a type this package makes');
+      expect(error.message).toContain("pulumi state delete");
       expect(existsSync(marker)).toBe(false);
     }
     rmSync(marker, { force: true });
   });
+});
+
+describe("a state with fields the engine acts on (F10)", () => {
+  const STACK_REF = "organization/user-groups/prod";
+  const PROVIDER_URN = "urn:pulumi:prod::user-groups::pulumi:providers:pulumi-nodejs::default";
+  let pluginHost: PlantedPlugin;
+  let clean: string;
+  let scratch: string;
+
+  /** The Pulumi CLI on the CLI's default backend (.user-groups/state), as a person (or an attacker) runs it. */
+  async function pulumi(...args: string[]): Promise<string> {
+    const backend = `file://${path.join(env.workDir, ".user-groups", "state")}`;
+    const { stdout } = await run("pulumi", args, { cwd: scratch, env: { ...process.env, ...env.envVars, PULUMI_BACKEND_URL: backend }, maxBuffer: 64 * 1024 * 1024 });
+    return stdout;
+  }
+
+  /** Imports `deployment` as the stack's state. */
+  async function importState(deployment: unknown): Promise<void> {
+    const file = path.join(scratch, "planted.json");
+    writeFileSync(file, JSON.stringify(deployment));
+    await pulumi("stack", "import", "--stack", STACK_REF, "--file", file);
+  }
+
+  type Resource = Record<string, unknown> & { urn: string; type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> };
+  type Planting = (resources: Resource[], url: string) => void;
+
+  const providerOf = (resources: Resource[]) => resources.find((r) => r.urn === PROVIDER_URN)!;
+  const acmeOf = (resources: Resource[]) => resources.find((r) => r.urn.endsWith("::default.acme"))!;
+  const onProvider = (props: Record<string, unknown>): Planting => (resources) => {
+    providerOf(resources).inputs = props;
+    providerOf(resources).outputs = props;
+  };
+
+  /** Each kind of field, and what the refusal must name: the resource and the field. */
+  const KINDS: Array<[string, Planting, string]> = [
+    ["__internal with a plugin download URL and a version on the default provider (the review's finding)", (rs, url) => onProvider({ __internal: { name: "evilplug", pluginDownloadURL: url }, version: "1.0.0" })(rs, url), '"default" ("pulumi:providers:pulumi-nodejs") inputs.__internal'],
+    ["a plugin download URL and checksums", (rs, url) => onProvider({ pluginDownloadURL: url, version: "1.0.0", __internal: { pluginChecksums: { "linux-amd64": "00" } } })(rs, url), '"default" ("pulumi:providers:pulumi-nodejs") inputs.pluginDownloadURL'],
+    ["parameterization", (rs, url) => onProvider({ __internal: { pluginDownloadURL: url, parameterization: { name: "evilplug", version: "1.0.0", value: "ZXZpbA==" } }, version: "1.0.0" })(rs, url), '"default" ("pulumi:providers:pulumi-nodejs") inputs.__internal'],
+    ["a version other than the one written", onProvider({ version: "1.0.0" }), '"default" ("pulumi:providers:pulumi-nodejs") inputs.version'],
+    [
+      "a group served by a foreign provider",
+      (rs, url) => {
+        const urn = "urn:pulumi:prod::user-groups::pulumi:providers:evilplug::planted";
+        const props = { __internal: { pluginDownloadURL: url }, version: "1.0.0" };
+        rs.splice(1, 0, { urn, custom: true, id: "planted-id", type: "pulumi:providers:evilplug", inputs: props, outputs: props });
+        acmeOf(rs).provider = `${urn}::planted-id`;
+      },
+      '"default.acme" ("pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup") provider: is not this stack\'s default provider',
+    ],
+    [
+      "a field this package never writes",
+      (rs, url) => {
+        acmeOf(rs).inputs!.pluginDownloadURL = url;
+        acmeOf(rs).outputs!.pluginDownloadURL = url;
+      },
+      '"default.acme" ("pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup") inputs.pluginDownloadURL: is a field this package never writes',
+    ],
+  ];
+
+  const READERS: string[][] = [
+    ["preview", "--file", "groups.yaml", "--stack", "prod", "--json"],
+    ["up", "--file", "groups.yaml", "--stack", "prod", "--yes", "--json"],
+    ["up", "--file", "groups.yaml", "--stack", "prod", "--yes", "--refresh", "--json"],
+    ["refresh", "--stack", "prod", "--json"],
+    ["drift", "--stack", "prod", "--json"],
+    ["destroy", "--stack", "prod", "--yes", "--json"],
+    ["recover", "--file", "groups.yaml", "--stack", "prod", "--yes", "--json"],
+  ];
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(path.join(env.workDir, "..", "scratch-"));
+    pluginHost = await servePlantedPlugin(scratch);
+    // The stack as the tests above left it holds a foreign resource, removed as a person would: then a real up's state.
+    await pulumi("state", "delete", "--stack", STACK_REF, "--yes", "urn:pulumi:prod::user-groups::pulumi-nodejs:dynamic:Resource::planted").catch(() => "");
+    const up = await cli("up", "--file", "groups.yaml", "--stack", "prod", "--yes");
+    expect(up.code, up.stderr).toBe(0);
+    clean = await pulumi("stack", "export", "--stack", STACK_REF);
+  });
+  afterAll(async () => {
+    await pluginHost?.close();
+  });
+
+  it("the state a real up leaves is data this package writes: every command runs on it", async () => {
+    const drift = await cli("drift", "--stack", "prod", "--json");
+    expect(drift.code, drift.stderr).toBe(0);
+  });
+
+  // Every command against the review's finding; each other kind against commands in turn (the same check runs before
+  // each: test/automation/engine/state-data.test.ts tries every kind on the judgement itself). A CLI run is seconds.
+  const commandsFor = (index: number): string[][] => (index === 0 ? READERS : [READERS[(index * 2) % READERS.length]!, READERS[(index * 2 + 1) % READERS.length]!]);
+  for (const [index, [kind, plant, named]] of KINDS.entries()) {
+    const commands = commandsFor(index);
+    it(`refuses ${kind} on ${commands.map((c) => `${c[0]}${c.includes("--refresh") ? " --refresh" : ""}`).join(", ")}: exit 2, untrusted_state naming it, no download, no process, no request`, async () => {
+      const planted = JSON.parse(clean) as { deployment: { resources: Resource[] } };
+      plant(planted.deployment.resources, pluginHost.url);
+      await importState(planted);
+      // The plant took: the engine's own export shows it.
+      const held = await pulumi("stack", "export", "--stack", STACK_REF);
+      expect(held).toContain(kind.startsWith("a version") ? '"version": "1.0.0"' : pluginHost.url);
+      for (const args of commands) {
+        const before = server.journal().length;
+        const result = await cli(...args);
+        const what = `${args.join(" ")}: ${result.stderr}`;
+        expect(result.code, what).toBe(2);
+        const error = (JSON.parse(result.stdout) as { error: { code: string; message: string } }).error;
+        expect(error.code, what).toBe("untrusted_state");
+        expect(error.message, what).toContain(named);
+        expect(error.message).not.toContain(KEY);
+        expect(pluginHost.requests, `${what}: asked for a plugin`).toEqual([]);
+        expect(pluginHost.ran(), `${what}: started the planted plugin`).toBe(false);
+        expect(server.journal().length, `${what}: sent a request`).toBe(before);
+      }
+      await importState(JSON.parse(clean));
+    }, 300_000); // up to seven CLI runs and three of the Pulumi CLI
+  }
 });

@@ -45,6 +45,7 @@ const instances: Record<string, Error> = {
   ShardNameError: new automation.ShardNameError("p"),
   UntrustedWorkspaceError: new automation.UntrustedWorkspaceError("/w/node_modules/x", "/pkg"),
   UntrustedProviderCodeError: new automation.UntrustedProviderCodeError("dev", [{ name: "default.acme", reason: "provider code" }]),
+  UntrustedStateError: new automation.UntrustedStateError("dev", [{ urn: "urn:pulumi:dev::user-groups::pulumi:providers:pulumi-nodejs::default", type: "pulumi:providers:pulumi-nodejs", field: "inputs.__internal", why: "is a field this package never writes" }]),
   BaseUrlNotAllowedError: new automation.BaseUrlNotAllowedError("The base URL in stack config for the default profile is not the environment's"),
   StackNotFoundError: new automation.StackNotFoundError("dev", "file:///state", { cause }),
   RunFailedError: new automation.RunFailedError("up", "dev", ["default.acme: already exists"], { cause }),

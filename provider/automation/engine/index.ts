@@ -12,5 +12,7 @@ export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from ".
 export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PREVIEW_ENGINE_ENV } from "./unchanged-state";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
-export { assertOwnProviderCode, KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, untrustedResources, withOwnProviderCode } from "./provider-code";
+export { KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./provider-code";
+// assertOwnProviderCode: the earlier name of assertStateIsData (it checked `__provider` only), kept for its callers.
+export { assertStateIsData, assertStateIsData as assertOwnProviderCode, checkedState, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state-data";
 export { exportState, importState, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state-document";

@@ -102,6 +102,9 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
       ...options.envVars,
       ...engineBackendEnv(workspace.backendUrl),
       ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}),
+      // CONTRACT F10: nothing a state, a program or a comment says makes the engine fetch a plugin (after envVars: not
+      // to be turned off). Ours need none: the dynamic provider's plugin comes with the engine's Node.js host.
+      PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
     },
   };
   try {

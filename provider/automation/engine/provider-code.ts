@@ -3,14 +3,16 @@
 // whenever it reads or deletes a resource: refresh, destroy, `up --refresh`,
 // drift, and an up that deletes. A repository may hold the state (the default
 // file backend is `.user-groups/state/`), so a pull request could plant code
-// there that would run with the API key in its environment. Before any such
-// run, every resource must be one this package makes, carrying the text this
-// package writes (or a known earlier one): otherwise nothing runs.
+// there that would run with the API key in its environment. Every `__provider`
+// must be a text this package writes (or a known earlier one), checked with the
+// rest of the state before any engine run (state-data.ts); this file holds
+// those texts, the refusal when they are all that is wrong, and the rewrite
+// `recover --rewrite-providers` makes after review.
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { PROVIDER_MODULE_TEXT } from "../../resource/provider-shell";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { UserGroupsError } from "../../wire/errors";
-import { nameOfUrn } from "../model";
+import { quoteForMessage } from "../../wire/issues";
 
 /**
  * Every `__provider` text this package has written. Each only loads the
@@ -24,15 +26,13 @@ export const KNOWN_PROVIDER_TEXTS: readonly string[] = [
     'is not installed where this Pulumi program runs ("+process.cwd()+"): npm install pulumi-user-groups. "+e.message)}};',
 ];
 
-/** The resource types a stack of ours holds. */
-const OUR_TYPES = new Set(["pulumi:pulumi:Stack", "pulumi:providers:pulumi-nodejs", USER_GROUP_TYPE]);
-
 /** At most this many resources are named in a message (the rest are counted). */
 const NAMED = 20;
 
 export interface UntrustedResource {
   /** The resource's name (its URN's last part), or its URN when it is not a group. */
   readonly name: string;
+  /** Why: its `__provider` (a type this package never makes is an UntrustedStateError now, state-data.ts). */
   readonly reason: "provider code" | "resource type";
 }
 
@@ -43,58 +43,29 @@ interface RawResource {
   outputs?: Record<string, unknown>;
 }
 
-function reasonOf(resource: RawResource): UntrustedResource["reason"] | undefined {
-  if (typeof resource.type !== "string" || !OUR_TYPES.has(resource.type)) return "resource type";
-  for (const props of [resource.inputs, resource.outputs]) {
-    if (props === undefined || props === null || !Object.hasOwn(props, "__provider")) continue;
-    const text = props.__provider;
-    if (typeof text !== "string" || !KNOWN_PROVIDER_TEXTS.includes(text)) return "provider code";
-  }
-  return undefined;
-}
-
-/** The resources of a state (and of its pending operations) that this package did not write as they are. */
-export function untrustedResources(deployment: Deployment["deployment"] | undefined): UntrustedResource[] {
-  const raw = (deployment ?? {}) as { resources?: RawResource[]; pending_operations?: Array<{ resource?: RawResource }> };
-  const all = [...(raw.resources ?? []), ...(raw.pending_operations ?? []).map((op) => op.resource ?? {})];
-  const found: UntrustedResource[] = [];
-  for (const resource of all) {
-    const reason = reasonOf(resource);
-    if (reason === undefined) continue;
-    const urn = typeof resource.urn === "string" ? resource.urn : "(no urn)";
-    const name = resource.type === USER_GROUP_TYPE && urn.includes("::") ? nameOfUrn(urn) : urn;
-    if (!found.some((f) => f.name === name && f.reason === reason)) found.push({ name, reason });
-  }
-  return found;
-}
-
 /**
- * The state holds provider code (or resources) this package did not write: a
- * run that would load it is refused before the engine starts. The names are
- * JSON-quoted (they come from the state, which a pull request may have written).
+ * Groups of the state hold provider code this package did not write, and the
+ * state holds nothing else of the kind (state-data.ts): a run that would load
+ * it is refused before the engine starts. The names are quoted, every character
+ * outside printable ASCII escaped (they come from the state, which a pull
+ * request may have written).
  */
 export class UntrustedProviderCodeError extends UserGroupsError {
   constructor(
     readonly stackName: string,
     readonly resources: readonly UntrustedResource[],
   ) {
-    const named = resources.slice(0, NAMED).map((r) => `${JSON.stringify(r.name.slice(0, 300))} (${r.reason === "provider code" ? "its __provider is not this package's" : "a type this package never makes"})`);
+    const named = resources.slice(0, NAMED).map((r) => `${quoteForMessage(r.name)} (${r.reason === "provider code" ? "its __provider is not this package's" : "a type this package never makes"})`);
     const more = resources.length > NAMED ? `, and ${resources.length - NAMED} more` : "";
     super(
       "untrusted_provider_code",
       `The state of stack "${stackName}" holds ${resources.length === 1 ? "a resource" : `${resources.length} resources`} whose code did not come from this package: ${named.join(", ")}${more}. ` +
         "The engine would run that code with the API key in its environment, so nothing was run. " +
         "Find out how it got there (a commit to the state?); after review, `user-groups recover --stack <stack> --rewrite-providers` " +
-        "writes this package's own provider text back (a resource of a type this package never makes must be removed with `pulumi state delete`).",
+        "writes this package's own provider text back.",
     );
     this.name = "UntrustedProviderCodeError";
   }
-}
-
-/** Throws UntrustedProviderCodeError when the state holds code (or resources) this package did not write. */
-export function assertOwnProviderCode(deployment: Deployment | undefined, stackName: string): void {
-  const found = untrustedResources(deployment?.deployment);
-  if (found.length > 0) throw new UntrustedProviderCodeError(stackName, found);
 }
 
 /** The state with every group's `__provider` set to this package's text (recover --rewrite-providers); the count rewritten. */

@@ -9,7 +9,7 @@ import { PROJECT_NAME } from "./workspace";
 import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
 import { underRunLease } from "./takeover";
 import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
-import { assertOwnProviderCode } from "./provider-code";
+import { assertStateIsData } from "./state-data";
 import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
 import { PreparedRun, openStack, runError } from "./open-stack";
 import { engineRun } from "./run-telemetry";
@@ -124,9 +124,9 @@ async function runPrepared(
   const refresh = options.refresh === true ? { refresh: true } : {};
   try {
     // One read of the state before the engine runs: the provider code the engine would load from it
-    // (provider-code.ts: nothing runs that this package did not write), and the delete guard.
+    // (state-data.ts: nothing runs on a state this package did not write), and the delete guard.
     const state = stateRead ?? (await exportState(prepared.stack));
-    assertOwnProviderCode(state, options.stack);
+    assertStateIsData(state, options.stack);
     // Mass deletion needs an explicit word, decided from the state before the engine runs.
     const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
     if ((operation === "up" || operation === "destroy") && guarded) {

@@ -27,7 +27,7 @@ import { declareGroup } from "./program";
 import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites } from "../backend";
 import { PROJECT_NAME } from "./workspace";
-import { assertOwnProviderCode } from "./provider-code";
+import { assertStateIsData } from "./state-data";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../lease";
 import { engineRun } from "./run-telemetry";
@@ -295,8 +295,8 @@ async function takeOverTraced(
   const repairedFiles = backendDir !== undefined && deadWriter ? repairTornWrites(backendDir, PROJECT_NAME, options.stackName) : [];
 
   const exported = await exportState(options.stack);
-  // The refresh and the adopting up below load provider code from this state: only ours may run.
-  assertOwnProviderCode(exported, options.stackName);
+  // The refresh and the adopting up below load providers from this state: it must be data this package writes (F10).
+  assertStateIsData(exported, options.stackName);
   const deployment = exported.deployment as RawDeployment;
   const pending = pendingOf(deployment);
   const ownPending = ownPendingCreatesOf(deployment, options.stackName);

@@ -9,7 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupChange, type GroupResult, type Operation, type RunOptions } from "../model";
 import { type GroupOutcome, othersScrubber, type RunAttempt, type RunFailure, scrubbedCopy, settleEach } from "./fleet-isolation";
-import { assertWithinBatch, ChangeTracker, declareGroup, engineRun, readStateWithSecrets, runError, type SelectedStack, selectStack, withLockWait, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
+import { assertWithinBatch, ChangeTracker, checkedState, declareGroup, engineRun, readStateWithSecrets, runError, type SelectedStack, selectStack, withLockWait, scrubText, secretValuesOf, underRunLease, PROJECT_NAME } from "../engine";
 import { openShards, shardStackName, eachLimited, shardConcurrency, type ShardedStack } from "../shards";
 import { automationInstruments, automationTracer, errorTypeOf, failSpan, inSpan, type LeaseStore, leaseStoreFor, setSpanAttributes } from "../lease";
 import { UserGroupsError } from "../../wire/errors";
@@ -355,7 +355,7 @@ export class UserGroupFleet {
   private async runEnsuresIn(shard: number, batch: Extract<Request, { kind: "ensure" }>[]): Promise<void> {
     const { directory } = await this.shards();
     const stack = await this.stack(shard);
-    const held = new Map(groupsInState(await readStateWithSecrets(stack)).map((group) => [group.resourceName, group]));
+    const held = new Map(groupsInState(checkedState(await readStateWithSecrets(stack), this.stackNameOf(shard))).map((group) => [group.resourceName, group]));
     const toRun = new Map<string, GroupSpec>();
     for (const request of batch) {
       const group = held.get(request.resourceName);
@@ -444,7 +444,7 @@ export class UserGroupFleet {
   private async runRemovesIn(shard: number, batch: Extract<Request, { kind: "remove" }>[]): Promise<string[]> {
     const { directory } = await this.shards();
     const stack = await this.stack(shard);
-    const held = new Set(groupsInState(await readStateWithSecrets(stack)).map((group) => group.resourceName));
+    const held = new Set(groupsInState(checkedState(await readStateWithSecrets(stack), this.stackNameOf(shard))).map((group) => group.resourceName));
     const toRemove = new Map<string, GroupSpec>();
     for (const request of batch) {
       const spec = { name: "-", userGroupId: request.userGroupId, ...(request.profile !== undefined ? { profile: request.profile } : {}) };
