@@ -202,7 +202,7 @@ async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> 
         isStackLocked(error) ||
         (error instanceof Error && /failed to create table pulumi_state|pg_type_typname_nsp_index/.test(error.message));
       if (!lostRace || attempt >= 6) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 200 * attempt)));
+      await systemClock.sleep(Math.floor(systemClock.random() * 200 * attempt));
     }
   }
 }
