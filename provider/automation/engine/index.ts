@@ -4,7 +4,7 @@
 // and runDeclared (a run of a whole set; shards/run-shard.ts holds its lease).
 export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } from "./change-tracker";
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./engine-errors";
-export { exportIfExists, openStack, type PreparedRun, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
+export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
 export { declareGroup } from "./program";
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./engine-trace";
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
