@@ -110,17 +110,14 @@ export async function runShard<T>(shard: ShardOf, run: ShardRun<T>): Promise<Sha
           return underTheRule(shard, run, { stack: opened.stack, backendUrl: opened.backendUrl, tracker, signal });
         },
       );
+    } catch (error) {
+      // A whole-set run's errors in our vocabulary (a lock as StackLockedError, for the lock wait); a targeted run's as they are, for isolation.
+      throw targets === undefined ? runError(error, options) : error;
     } finally {
       await opened.release();
     }
   };
-  if (targets === undefined) {
-    try {
-      return { value: run.inCallersWait ? await attempt() : await withLockWait(options, attempt), tracker };
-    } catch (error) {
-      throw runError(error, options);
-    }
-  }
+  if (targets === undefined) return { value: run.inCallersWait ? await attempt() : await withLockWait(options, attempt), tracker };
   try {
     const value = run.inCallersWait ? await attempt() : await withLockWait(options, attempt);
     assertWithinBatch(tracker, run.operation, options.stack);
