@@ -9,7 +9,7 @@
 import { systemClock } from "../../clock";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupResult, type RunOptions } from "../model";
 import { runError } from "../engine";
-import { eachLimited, recordUnlisted, shardConcurrency } from "../shards";
+import { eachLimited, recordUnlisted, shardConcurrency, type ShardedStack } from "../shards";
 import { inSpan, setSpanAttributes } from "../lease";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { FleetClosedError, FleetEnsureError } from "./errors";
@@ -32,7 +32,7 @@ export class UserGroupFleet {
   private readonly lockTimeoutMs: number;
   private readonly batchWindowMs: number;
   private readonly queue: Request[] = [];
-  private readonly shards: FleetShards;
+  private readonly fleetShards: FleetShards;
   private readonly answers: Answers;
   /** The batch window under way (aborted by close, which drains at once). */
   private window: AbortController | undefined;
@@ -48,8 +48,8 @@ export class UserGroupFleet {
     this.batchWindowMs = options.batchWindowMs ?? 25;
     if (!Number.isFinite(this.lockTimeoutMs) || this.lockTimeoutMs < 0) throw new RangeError("lockTimeoutMs must be a number >= 0");
     if (!Number.isFinite(this.batchWindowMs) || this.batchWindowMs < 0) throw new RangeError("batchWindowMs must be a number >= 0");
-    this.shards = new FleetShards(options);
-    this.answers = new Answers(options, this.shards, (request) => this.queue.push(request));
+    this.fleetShards = new FleetShards(options);
+    this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
   }
 
   /**
@@ -95,10 +95,10 @@ export class UserGroupFleet {
   private async listTraced(): Promise<FleetGroup[]> {
     try {
       // Every shard that may hold a group (the directory's, and any whose stack the backend holds): the states say what is held.
-      const sharded = await this.shards.sharded();
+      const sharded = await this.shards();
       const known = await sharded.directory.read();
       const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
-        const groups = groupsInState(await (await this.shards.selected(shard)).stack.exportStack());
+        const groups = groupsInState(await (await this.fleetShards.selected(shard)).stack.exportStack());
         // A group a state holds without an entry (a directory an older version left out of step) gets one (shards/directory-rule.ts).
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
         return groups;
@@ -123,7 +123,12 @@ export class UserGroupFleet {
       this.draining ??= this.drain();
     }
     while (this.draining) await this.draining;
-    await this.shards.close();
+    await this.fleetShards.close();
+  }
+
+  /** The stack's shards (shards/directory.ts), opened with the first call. */
+  private shards(): Promise<ShardedStack> {
+    return this.fleetShards.sharded();
   }
 
   private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
@@ -166,7 +171,7 @@ export class UserGroupFleet {
     const host: BatchHost = {
       options: this.options,
       lockTimeoutMs: this.lockTimeoutMs,
-      shards: this.shards,
+      shards: this.fleetShards,
       countRun: () => {
         this.engineRuns += 1;
       },
@@ -195,7 +200,7 @@ export class UserGroupFleet {
    */
   private async runBatch(host: BatchHost, batch: readonly Request[]): Promise<void> {
     const ensures = batch[0]!.kind === "ensure";
-    const grouped = await this.shards.byShard(batch, ensures, (request, shard) => {
+    const grouped = await this.fleetShards.byShard(batch, ensures, (request, shard) => {
       const call = this.calls.get(request);
       if (call) setSpanAttributes(call.span, () => ({ "user_groups.shard": shard }));
     });
