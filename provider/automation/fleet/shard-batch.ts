@@ -7,7 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { checkedState, declareGroup, engineRun, exportState, readStateWithSecrets, type ChangeTracker } from "../engine";
 import { runShard, type ShardRunContext } from "../shards";
-import type { GroupChange, GroupResult, GroupSpec, RunOptions } from "../model";
+import { type GroupChange, type GroupResult, type GroupSpec, heldGroupNames, type RunOptions } from "../model";
 import { type RunAttempt, type GroupOutcome, settleEach } from "./fleet-isolation";
 import { groupsInState } from "./fleet-state";
 import { FLEET_MARKER_OUTPUT } from "./fleet-stack";
@@ -100,7 +100,8 @@ function isFailed(tracker: ChangeTracker, name: string): boolean {
 
 /** A remove's groups another replica deleted since the state was read, read again under the lease: gone already ("same"), not targets the engine cannot find. */
 async function goneMeanwhile(stack: Stack, specs: ReadonlyMap<string, GroupSpec>): Promise<Map<string, undefined>> {
-  const stillHeld = new Set(groupsInState(await exportState(stack)).map((group) => group.resourceName));
+  // Names only: heldGroupNames reads URNs, which an export without secrets shows as they are.
+  const stillHeld = new Set(heldGroupNames(await exportState(stack)));
   return new Map([...specs.keys()].filter((name) => !stillHeld.has(name)).map((name) => [name, undefined]));
 }
 
