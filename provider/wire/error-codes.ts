@@ -127,7 +127,6 @@ export const ERROR_CODES = {
   fleet_closed: { meaning: "a UserGroupFleet used after close(); create a new one", thrownBy: "automation/fleet FleetClosedError" },
   fleet_group_failed: { meaning: "one group of a UserGroupFleet batch failed; the message names it and why", thrownBy: "automation/fleet FleetGroupError" },
   fleet_ensure_failed: { meaning: "some groups of UserGroupFleet.ensure failed; the message lists each", thrownBy: "automation/fleet FleetEnsureError" },
-  group_moved: { meaning: "internal to a UserGroupFleet: a group found in another shard's directory entry; its call goes round again (never reaches a caller: after 3 moves it fails with shard_directory_conflict)", thrownBy: "automation/fleet GroupMoved" },
 
   // ---- provider/client (and client/shared-state, client/rate-budget) ----
   http: { meaning: "the service answered with a failure and no error code (or, with a code, see that code)", thrownBy: "client UserGroupApiError (kind http)" },

@@ -1,12 +1,13 @@
 // engine/: one stack, one run. The work directory and workspace, the inline
 // program, change tracking, Pulumi's errors in our words, stack config, the
-// takeover of a dead run, a preview answered from the state, and runOnce.
+// takeover of a dead run (underRunLease), a preview answered from the state,
+// and runDeclared (a run of a whole set; shards/run-shard.ts holds its lease).
 export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } from "./change-tracker";
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./engine-errors";
 export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
 export { declareGroup } from "./program";
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./engine-trace";
-export { type LeasedRunHooks, runFailure, runOnce } from "./run-once";
+export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
 export { type EngineOperation, engineRun } from "./run-telemetry";

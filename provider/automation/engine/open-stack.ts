@@ -15,6 +15,7 @@ import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
 import { inSpan, LeaseWait, RunLeaseHeldError } from "../lease";
 import { exportState, isTornRead, tornStateError } from "./state-document";
+import { systemClock } from "../../clock";
 
 // The state's reads moved to state-document.ts (issue #39); named here too, where they were.
 export { isTornRead, readStateRetrying, tornStateError, TORN_READ_WAITS_MS } from "./state-document";
@@ -156,7 +157,7 @@ async function selectRacingOthers(select: () => Promise<Stack>): Promise<Stack> 
         isStackLocked(error) ||
         (error instanceof Error && /failed to create table pulumi_state|pg_type_typname_nsp_index/.test(error.message));
       if (!lostRace || attempt >= 6) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 200 * attempt)));
+      await systemClock.sleep(Math.floor(systemClock.random() * 200 * attempt));
     }
   }
 }

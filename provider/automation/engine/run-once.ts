@@ -1,17 +1,15 @@
-// One run of one stack under its run lease: the delete guard, the engine call
-// (or a preview answered from the state), and the run's result.
-import type { Deployment, OutputMap } from "@pulumi/pulumi/automation";
+// One declared run of one stack, under its run lease (shards/run-shard.ts holds
+// it): the delete guard, the engine call (or a preview answered from the
+// state), and the run's result.
+import type { Deployment, OutputMap, Stack } from "@pulumi/pulumi/automation";
 import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
 import { EngineEdgeError } from "./engine-errors";
 import { StackLockedError, withoutCredentials } from "../backend";
 import { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
-import { PROJECT_NAME } from "./workspace";
-import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
-import { underRunLease } from "./takeover";
 import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
 import { assertStateIsData } from "./state-data";
 import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
-import { PreparedRun, openStack, runError } from "./open-stack";
+import { runError } from "./open-stack";
 import { engineRun } from "./run-telemetry";
 import { exportState } from "./state-document";
 
@@ -47,74 +45,25 @@ function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outpu
   });
 }
 
-/** What a caller does under the run's lease, around the run (the shard directory's claims and forgets: shards/each-shard.ts). */
-export interface LeasedRunHooks {
-  /** Before the delete guard and the engine, with the state as read under the lease (the guard judges the same one); its error refuses the run before any change. */
-  readonly before?: (state: Deployment) => Promise<void>;
-  /** After a run that succeeded, while the lease is still held (not once it is lost); its error is ignored. */
-  readonly after?: (result: RunResult) => Promise<void>;
+/** Where a declared run works: the stack (its program declares the specs), its backend, and the run's own tracker. */
+export interface DeclaredRunPlace {
+  readonly stack: Stack;
+  readonly backendUrl: string;
+  readonly tracker: ChangeTracker;
+  /** The run lease's signal: aborted when the lease is lost. */
+  readonly signal: AbortSignal | undefined;
+  /** The state as read under the lease already, if it was. */
+  readonly state?: Deployment | undefined;
 }
 
 /**
- * One run of an operation under the stack's run lease (or under `held`, a lease
- * the caller already holds: recover's final up). A dead run's leftovers are
- * taken over first, except by a preview, which changes nothing.
+ * One run of an operation on a stack whose program declares `specs` (its whole
+ * set), already under the stack's run lease (shards/run-shard.ts holds it): the
+ * provider code check and the delete guard on the state, the engine call (or a
+ * preview answered from the state), and the run's result.
  */
-export async function runOnce(
-  operation: Operation,
-  options: RunOptions,
-  specs: readonly GroupSpec[],
-  guard: DeleteGuardOptions,
-  held?: RunLease,
-  hooks: LeasedRunHooks = {},
-): Promise<RunResult> {
-  // refresh and destroy never run the program; they need a stack to work on, and never make one.
-  const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
-  let store: LeaseStore | undefined;
-  try {
-    store = held ? undefined : leaseStoreFor(prepared.backendUrl, PROJECT_NAME, options.stack);
-    return await underRunLease(
-      {
-        stack: prepared.stack,
-        stackName: options.stack,
-        backendUrl: prepared.backendUrl,
-        store,
-        ...(held ? { held } : {}),
-        adopt: true,
-        // A preview changes nothing, not even to take over a dead run: the next changing run does.
-        takeOver: operation !== "preview",
-        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
-        ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
-      },
-      async (signal) => {
-        const state = hooks.before ? await exportState(prepared.stack) : undefined;
-        if (state) await hooks.before!(state);
-        const result = await runPrepared(operation, options, specs, guard, prepared, signal, state);
-        // A forget that failed leaves a stale entry, which only sends a later run to this shard again.
-        if (hooks.after && !signal?.aborted) await hooks.after(result).catch(() => undefined);
-        return result;
-      },
-    );
-  } catch (error) {
-    throw runError(error, options);
-  } finally {
-    prepared.release();
-    await store?.close();
-  }
-}
-
-async function runPrepared(
-  operation: Operation,
-  options: RunOptions,
-  specs: readonly GroupSpec[],
-  guard: DeleteGuardOptions,
-  prepared: PreparedRun,
-  signal: AbortSignal | undefined,
-  /** The state as read under the lease already, if it was. */
-  stateRead?: Deployment,
-): Promise<RunResult> {
-  const tracker = new ChangeTracker(options.onEvent);
+export async function runDeclared(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, place: DeclaredRunPlace): Promise<RunResult> {
+  const { stack, backendUrl, tracker, signal, state: stateRead } = place;
   const common = {
     onEvent: tracker.handle,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
@@ -125,7 +74,7 @@ async function runPrepared(
   try {
     // One read of the state before the engine runs: the provider code the engine would load from it
     // (state-data.ts: nothing runs on a state this package did not write), and the delete guard.
-    const state = stateRead ?? (await exportState(prepared.stack));
+    const state = stateRead ?? (await exportState(stack));
     assertStateIsData(state, options.stack);
     // Mass deletion needs an explicit word, decided from the state before the engine runs.
     const guarded = (operation === "up" && guard.allowDeleteAll !== true) || guard.maxDeletes !== undefined;
@@ -139,23 +88,23 @@ async function runPrepared(
     switch (operation) {
       case "preview":
         if (options.refresh !== true && previewedFromState(state, options, specs, tracker)) break;
-        await engineRun("preview", options.stack, () => prepared.stack.preview({ ...common, ...refresh }));
+        await engineRun("preview", options.stack, () => stack.preview({ ...common, ...refresh }));
         break;
       case "up":
-        outputs = (await engineRun("up", options.stack, () => prepared.stack.up({ ...common, ...refresh }))).outputs;
+        outputs = (await engineRun("up", options.stack, () => stack.up({ ...common, ...refresh }))).outputs;
         break;
       case "refresh":
-        await engineRun("refresh", options.stack, () => prepared.stack.refresh(common));
+        await engineRun("refresh", options.stack, () => stack.refresh(common));
         break;
       case "destroy":
-        await engineRun("destroy", options.stack, () => prepared.stack.destroy(common));
+        await engineRun("destroy", options.stack, () => stack.destroy(common));
         break;
     }
     const summary = summaryOf(tracker.changes);
     return {
       operation,
       stack: options.stack,
-      backendUrl: withoutCredentials(prepared.backendUrl),
+      backendUrl: withoutCredentials(backendUrl),
       summary,
       changed: summary.create + summary.update + summary.replace + summary.delete > 0,
       groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),

@@ -1,5 +1,6 @@
-// The fleet's errors: a closed fleet, one group's failure in a batch, ensureMany's
-// outcomes, a whole-set run refused on a fleet's stack.
+// The fleet's errors: a closed fleet, a group moved to another shard, one
+// group's failure in a batch, ensureMany's outcomes, a whole-set run refused on
+// a fleet's stack.
 import { UserGroupExistsError } from "../../logic/operations";
 import type { Environment } from "../../wire/schemas";
 import { type GroupSpec, type EnsuredGroup } from "../model";
@@ -10,6 +11,21 @@ export class FleetClosedError extends UserGroupsError {
   constructor() {
     super("fleet_closed", "This UserGroupFleet is closed: create a new one to provision more groups.");
     this.name = "FleetClosedError";
+  }
+}
+
+/**
+ * A group found in another shard's directory entry under this shard's lease (a
+ * concurrent run put it there meanwhile): not created here; its requests go
+ * round again (answers.ts), and fail with this code after too many moves.
+ */
+export class GroupMoved extends UserGroupsError {
+  constructor(
+    readonly resourceName: string,
+    readonly shard: number,
+  ) {
+    super("shard_directory_conflict", `User group "${resourceName}" was put in shard ${shard} by a concurrent run while this call waited: asked again there.`);
+    this.name = "GroupMoved";
   }
 }
 

@@ -54,6 +54,18 @@ export function resultOf(spec: Pick<GroupSpec, "userGroupId" | "profile">, chang
   };
 }
 
+/** The spec a request names: an ensure's own, a remove's identity (validated when it was made). */
+export function specOf(request: Request): GroupSpec {
+  if (request.kind === "ensure") return request.spec;
+  return { name: "-", userGroupId: request.userGroupId, ...(request.profile !== undefined ? { profile: request.profile } : {}) };
+}
+
+/** The answer the state gives already, with no run: an ensure of a group held as asked, a remove of one not held ("same"). */
+export function answeredByState(request: Request, held: FleetGroup | undefined): GroupResult | undefined {
+  if (request.kind === "ensure") return held && holdsAsAsked(held, request.spec) ? resultOf(request.spec, "same", held) : undefined;
+  return held ? undefined : resultOf(specOf(request), "same");
+}
+
 /** The most telling change a group saw over the runs of its batch (a create stays a create when a later run finds it "same"). */
 export function mergeChanges(into: Map<string, GroupChange>, changes: ReadonlyMap<string, GroupChange>): void {
   for (const [name, change] of changes) if ((into.get(name) ?? "same") === "same") into.set(name, change);

@@ -21,11 +21,11 @@
 //   under a call is tried once more on a new session (acquire, renewal, locks),
 //   so that one cut costs a retry, not a caller's error (LeaseUnreachableError,
 //   `run_lease_unreachable`, retryable, when the second try fails too).
-// - fence, state: a trigger on Pulumi's table refuses every write from a session
-//   whose application_name says it is the engine of one of our runs
-//   (`ug-run:<lease id>:<epoch>`, put into the engine's backend URL) unless that
-//   epoch is the lease's current one and unexpired. Go's database/sql reconnects
-//   with the same URL, so the name, and the refusal, survive reconnection.
+// - fence, state (postgres-fence.ts): a trigger on Pulumi's table refuses the
+//   writes of a session named as the engine of one of our runs (`ug-run:<lease
+//   id>:<epoch>`, put into the engine's backend URL) unless that epoch is the
+//   lease's current one and unexpired. Go's database/sql reconnects with the
+//   same URL, so the name, and the refusal, survive reconnection.
 // - fence, service: the run's provider processes check the epoch before every
 //   request (client/run-fence).
 // - on taking over a lease from a run that did not release it, the new holder
@@ -33,12 +33,14 @@
 //   (the trigger and the checks are), but it stops it sooner.
 import type { PulumiLock } from "../model";
 import { createHash, randomUUID } from "node:crypto";
-import { createTablesIfMissing, isSqlName, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
+import { createTablesIfMissing, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
 import { FENCE_SESSION_PREFIX, RUN_FENCE_ENV } from "../../client/run-fence";
 import { UserGroupsError } from "../../wire/errors";
 import { engineBackendEnv, withApplicationName } from "../backend";
 import { assertValidStackName } from "../model";
 import { type LeaseTiming, RunClaim, RunRecord, parseRunRecord, successorRecord, LeaseStore, stackPath } from "./record";
+import { ensureRunFence } from "./postgres-fence";
+import { type Clock, systemClock } from "../../clock";
 
 /** The lease's id in session names: 16 hex digits of the table, project and stack. */
 export function leaseIdOf(pulumiTable: string, project: string, stack: string): string {
@@ -65,8 +67,8 @@ export const PG_WAITER_STALE_MS = 8_000;
 
 /**
  * This process's id in the lease's queue of waiters: a waiter is a replica (a
- * process), not a store, so that a run that opens a new store for each try
- * (runOnce under the lock wait) keeps its place between tries.
+ * process), not a store, so that a whole-set run, which opens a new store for
+ * each try of its lock wait (shards/run-shard.ts), keeps its place between tries.
  */
 export const PROCESS_WAITER_ID = randomUUID();
 
@@ -85,10 +87,6 @@ const QUEUED_RETRY_MS = 500;
 export const ENGINE_SESSION_PREFIX = "ug-run:";
 export const LEASE_SESSION_PREFIX = "ug-lease:";
 
-/** The fence function's name (a new version gets a new name). */
-const FENCE_FUNCTION = "user_groups_run_fence_v1";
-const FENCE_TRIGGER = "user_groups_run_fence";
-
 type PgClient = SqlClient;
 
 /**
@@ -102,16 +100,6 @@ export class LeaseUnreachableError extends UserGroupsError {
   ) {
     super("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`);
     this.name = "LeaseUnreachableError";
-  }
-}
-
-export class LeaseFenceError extends UserGroupsError {
-  constructor(table: string, detail: string) {
-    super(
-      "run_lease_fence",
-      `Cannot install the run fence on the backend's table ${table} (${detail}): the backend's role must own it (as it does when Pulumi created it with that role).`,
-    );
-    this.name = "LeaseFenceError";
   }
 }
 
@@ -132,15 +120,18 @@ export class PostgresLeaseStore implements LeaseStore {
   /** Who waits, in the lease's queue of waiters: this process (PROCESS_WAITER_ID), or as told (tests play several replicas). */
   private readonly waiterId: string;
   private readonly waiterStaleMs: number;
+  /** This process's clock: when it last tried, for its place in the queue (the lease itself is on the database's clock). */
+  private readonly clock: Clock;
 
   constructor(
     private readonly backendUrl: string,
     private readonly project: string,
     private readonly stack: string,
     timing: LeaseTiming = PG_LEASE_TIMING,
-    options: { readonly waiterStaleMs?: number; readonly waiterId?: string } = {},
+    options: { readonly waiterStaleMs?: number; readonly waiterId?: string; readonly clock?: Clock } = {},
   ) {
     this.timing = timing;
+    this.clock = options.clock ?? systemClock;
     this.waiterId = options.waiterId ?? PROCESS_WAITER_ID;
     this.waiterStaleMs = options.waiterStaleMs ?? PG_WAITER_STALE_MS;
     this.target = postgresTarget(backendUrl);
@@ -248,67 +239,7 @@ export class PostgresLeaseStore implements LeaseStore {
       // Pulumi's own table, exactly as Pulumi creates it (its CREATE ... IF NOT EXISTS is then a no-op), so that the fence is on it before its first write.
       `CREATE TABLE IF NOT EXISTS ${this.target.pulumiTable} (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now())`,
     ]);
-    await this.ensureFence(client);
-  }
-
-  /** The schema a table of ours resolved to, checked as a plain name before it goes into a statement. */
-  private async schemaOf(client: PgClient, table: string): Promise<string> {
-    const result = await client.query<{ schema: string | null }>(
-      "SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)",
-      [table],
-    );
-    const schema = result.rows[0]?.schema;
-    if (!schema || !isSqlName(schema) || schema.includes(".")) throw new LeaseFenceError(table, "its schema is not a plain SQL name");
-    return schema;
-  }
-
-  /**
-   * The trigger on Pulumi's table that refuses a stale engine's writes (see the
-   * file header). Installed once per table; racing installers are harmless.
-   */
-  private async ensureFence(client: PgClient): Promise<void> {
-    const present = await client.query<{ ok: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname = $2 AND p.proname = $3 AND t.tgenabled <> 'D') AS ok`,
-      [this.target.pulumiTable, FENCE_TRIGGER, FENCE_FUNCTION],
-    );
-    if (present.rows[0]?.ok) return;
-    const schema = await this.schemaOf(client, this.target.leaseTable);
-    const leases = `"${schema}".user_groups_run_leases`;
-    const fn = `"${schema}".${FENCE_FUNCTION}`;
-    const statements = [
-      `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fence$
-DECLARE
-  m text[] := regexp_match(coalesce(current_setting('application_name', true), ''), '^ug-run:([0-9a-f]{16}):([0-9]{1,15})$');
-BEGIN
-  IF m IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM ${leases} l
-    WHERE l.lease_id = m[1] AND l.epoch = m[2]::bigint AND NOT l.released AND l.expires_at > clock_timestamp()
-  ) THEN
-    RAISE EXCEPTION 'run_fenced: this run (lease %, epoch %) no longer holds the stack: its write is refused', m[1], m[2]
-      USING ERRCODE = 'insufficient_privilege';
-  END IF;
-  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
-  RETURN NEW;
-END
-$fence$`,
-      `DROP TRIGGER IF EXISTS ${FENCE_TRIGGER} ON ${this.target.pulumiTable}`,
-      `CREATE TRIGGER ${FENCE_TRIGGER} BEFORE INSERT OR UPDATE OR DELETE ON ${this.target.pulumiTable} FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
-    ];
-    try {
-      await client.query("BEGIN");
-      for (const statement of statements) await client.query(statement);
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      // Another replica installing it at the same moment: it is there now.
-      const again = await client.query<{ ok: boolean }>(
-        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2) AS ok",
-        [this.target.pulumiTable, FENCE_TRIGGER],
-      );
-      if (again.rows[0]?.ok) return;
-      const code = (error as { code?: string }).code;
-      throw new LeaseFenceError(this.target.pulumiTable, code === "42501" ? "permission denied" : `SQL state ${code ?? "unknown"}`);
-    }
+    await ensureRunFence(client, this.target);
   }
 
   private async readRecord(client: PgClient): Promise<RunRecord | undefined> {
@@ -361,7 +292,7 @@ $fence$`,
       await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND seen_at < clock_timestamp() - $2 * interval '1 millisecond'`, stale);
       const placeKey = `${this.target.waiterTable}\u0000${this.stackKey}\u0000${this.waiterId}`;
       const place = placesInQueue.get(placeKey);
-      const kept = place !== undefined && Date.now() - place.triedAt < this.waiterStaleMs ? place.since : null;
+      const kept = place !== undefined && this.clock.now() - place.triedAt < this.waiterStaleMs ? place.since : null;
       const queue = (
         await client.query<{ ahead: boolean; since: string }>(
           `WITH me AS (
@@ -375,7 +306,7 @@ $fence$`,
         )
       ).rows[0]!;
       const queued = queue.ahead;
-      placesInQueue.set(placeKey, { since: queue.since, triedAt: Date.now() });
+      placesInQueue.set(placeKey, { since: queue.since, triedAt: this.clock.now() });
       if (!row.released && row.unexpired && attended) {
         holder = previous;
         retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
@@ -545,15 +476,15 @@ $fence$`,
   async close(): Promise<void> {
     this.held = undefined;
     // Out of the queue: a run that gave up (a CLI run that does not wait, a process on its way out) holds nobody up.
-    // The place is remembered: this process's next try within the stale window takes it back (runOnce opens a new
-    // store for each try of its lock wait).
+    // The place is remembered: this process's next try within the stale window takes it back (a whole-set run opens
+    // a new store for each try of its lock wait).
     const client = this.session.current;
     if (client !== undefined) {
       // Not waited for past a second: a session cut off (a black hole) would hold the close up to its query timeout.
       const leaving = client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]).catch(() => undefined);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([leaving, new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
-      clearTimeout(timer);
+      const waited = new AbortController();
+      await Promise.race([leaving, this.clock.sleep(1_000, waited.signal).catch(() => undefined)]);
+      waited.abort();
     }
     await this.session.close();
   }

@@ -1,18 +1,15 @@
 // Whole-set runs from code: provisionUserGroups, previewUserGroups,
 // refreshUserGroups and destroyUserGroups declare or read a stack's whole set of
-// groups, one run per shard (shards/), each under its run lease (engine/run-once.ts).
+// groups, one run per shard (shards/), each through runShard (shards/run-shard.ts).
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, RunResult, RunOptions, ProvisionOptions, Operation } from "../model";
-import { mergeRunResults, eachShard } from "../shards";
-import { withLockWait, runOnce } from "../engine";
+import { mergeRunResults, eachShard, runPlanned } from "../shards";
 import { inSpan, setSpanAttributes } from "../lease";
 
 async function run(operation: Operation, options: RunOptions & DeleteGuardOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
   const guard = validDeleteGuard(options);
   // provisionUserGroups & co.: the root of the shards' runs (the CLI's command span is its parent).
   return inSpan(`user_groups.provision.${operation}`, { "user_groups.operation": operation, "user_groups.stack": options.stack, "user_groups.group_count": specs.length }, async (span) => {
-    const results = await eachShard(operation, options, specs, guard, (part, shardGuard, hooks) =>
-      withLockWait(part.options, () => runOnce(operation, part.options, part.specs, shardGuard, undefined, hooks)),
-    );
+    const results = await eachShard(operation, options, specs, guard, (planned) => runPlanned(operation, planned));
     setSpanAttributes(span, () => ({ "user_groups.shard_count": results.length }));
     return mergeRunResults(options.stack, results);
   });

@@ -16,9 +16,9 @@
 // beside the lease (run-lease.ts), never in the work directory: a file planted
 // there decides nothing.
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
-import { eachShard, mergeRunResults } from "../shards";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { openStack, runError, withLockWait, workspaceOf, runOnce, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, type LeasedRunHooks, engineRun, exportState, importState } from "../engine";
+import { eachShard, mergeRunResults, type PlannedRun, runPlanned } from "../shards";
+import { openStack, runError, withLockWait, workspaceOf, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, engineRun, exportState, importState } from "../engine";
 import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, type RunLease, inSpan, setSpanAttributes } from "../lease";
 import { LiveLockError } from "../backend";
 
@@ -78,9 +78,7 @@ async function recoverTraced(options: RecoverOptions): Promise<RecoveryReport> {
   const specs = validateGroups(options.groups);
   const guard = validDeleteGuard(options); // before any change: a bad maxDeletes is refused up front
   // A sharded stack is recovered shard by shard, each with the groups it holds or is to hold.
-  const reports = await eachShard("up", options, specs, guard, (part, shardGuard, hooks) =>
-    recoverShard(part.options, part.specs, shardGuard, hooks, options.rewriteProviders === true, options.breakLease === true),
-  );
+  const reports = await eachShard("up", options, specs, guard, (planned) => recoverShard(planned, options.rewriteProviders === true, options.breakLease === true));
   return {
     removedLocks: reports.flatMap((r) => r.removedLocks),
     repairedFiles: reports.flatMap((r) => r.repairedFiles),
@@ -91,24 +89,18 @@ async function recoverTraced(options: RecoverOptions): Promise<RecoveryReport> {
   };
 }
 
-async function recoverShard(options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, hooks: LeasedRunHooks, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
+async function recoverShard(planned: PlannedRun, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
+  const { options } = planned.part;
   const store = leaseStoreFor(workspaceOf(options).backendUrl, PROJECT_NAME, options.stack);
   try {
-    return await withLockWait(options, () => recoverOnce(options, specs, guard, store, hooks, rewriteProviders, breakLease));
+    return await withLockWait(options, () => recoverOnce(planned, store, rewriteProviders, breakLease));
   } finally {
     await store?.close();
   }
 }
 
-async function recoverOnce(
-  options: RunOptions,
-  specs: readonly GroupSpec[],
-  guard: DeleteGuardOptions,
-  store: LeaseStore | undefined,
-  hooks: LeasedRunHooks,
-  rewriteProviders: boolean,
-  breakLease: boolean,
-): Promise<RecoveryReport> {
+async function recoverOnce(planned: PlannedRun, store: LeaseStore | undefined, rewriteProviders: boolean, breakLease: boolean): Promise<RecoveryReport> {
+  const { options, specs } = planned.part;
   const lease = store ? await acquireRunLease(store, options.stack, breakLease ? { breakLive: true } : {}) : undefined;
   try {
     const prepared = await openStack(options, []);
@@ -157,7 +149,8 @@ async function recoverOnce(
     }
     const toAdopt = new Set(adopt);
     const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
-    const up = await runOnce("up", options, groups, guard, lease, hooks);
+    // The shard's run pipeline (shards/run-shard.ts), under the lease held here: the directory's rule, the delete guard.
+    const up = await runPlanned("up", planned, { lease, specs: groups });
     await lease?.update({ adopt: [] });
     const declared = new Set(specs.map(resourceNameOf));
     return {

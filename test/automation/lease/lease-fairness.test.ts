@@ -99,7 +99,7 @@ describe.skipIf(process.platform === "win32")("the PostgreSQL lease's waiters", 
     if (held3.acquired) await holder3.release(held3.record);
     expect((await store(stack3, staleMs).tryAcquire(claim("next"))).acquired).toBe(true);
 
-    // A run that opens a new store for each try of its lock wait (runOnce) is one waiter: the process. Its next store
+    // A run that opens a new store for each try of its lock wait (a whole-set run) is one waiter: the process. Its next store
     // takes its place back, ahead of a replica that began to wait later and asks all the time.
     const stack2 = "fair-again";
     const holder2 = store(stack2, staleMs);
