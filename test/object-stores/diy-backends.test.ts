@@ -46,7 +46,8 @@ beforeAll(async () => {
       await store.createBucket(`ug-${store.kind}-state`);
     }),
   );
-}, 300_000);
+  // `npm test`'s pretest builds the servers; a first run of this file alone on a cold machine builds them here (minutes).
+}, 1_500_000);
 afterAll(async () => {
   await Promise.all([...stores.values()].map(({ store }) => store.stop()));
 });
