@@ -31,7 +31,7 @@ import { describeOp } from "./history";
 import { isRetryableError } from "./retryable";
 
 /** A token as a verdict names it: a short hash, never any of its characters (verdicts go to logs). */
-function tokenTag(token: string): string {
+export function tokenTag(token: string): string {
   return `#${createHash("sha256").update(token).digest("hex").slice(0, 8)}`;
 }
 

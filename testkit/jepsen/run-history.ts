@@ -22,6 +22,7 @@ import { descendantsOf, commandLine, isRunning } from "../kill-tree.js";
 import { checkHistory, type FinalState, problemsOf, timeToServe, type Verdict } from "./checker.js";
 import type { Backend, FaultKind } from "./fault-kinds.js";
 import { describeOp, type FaultEvent, HistoryRecorder, type Op, type OpKind } from "./history.js";
+import { checkLinearizable, porcupineCheckPath } from "./linearizability.js";
 import { Replica } from "./replica.js";
 import { readDirectory, readShardStates } from "./final-state.js";
 import type { PartitionMode, Toxiproxy } from "./toxiproxy.js";
@@ -82,7 +83,10 @@ export interface HistoryResult {
   readonly ops: readonly Op[];
   readonly faults: readonly FaultEvent[];
   readonly verdict: Verdict;
+  /** Every problem: our checker's (checker.ts), then porcupine's (linearizability.ts), one entry each. */
   readonly problems: readonly string[];
+  /** porcupine's report: a line per group id (linearizable, or why not). */
+  readonly linearizability: string;
   /** Fault start to another replica's first engine-backed ok call (ms); undefined when none came. */
   readonly timeToServeMs: number | undefined;
   /**
@@ -189,6 +193,8 @@ function enginesOf(replica: Replica): number[] {
 }
 
 export async function runHistory(options: HistoryOptions): Promise<HistoryResult> {
+  // The second checker, built before the history starts (cached after the first build): scripts/ensure-linearizability.
+  porcupineCheckPath();
   const started = Date.now();
   const log = options.log ?? (() => {});
   const rand = random(options.seed ?? 1);
@@ -401,7 +407,9 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const shards = await readShardStates({ stack, backendUrl: options.backendUrl, workDir: path.join(options.workRoot, `${options.label}-checker`), envVars: checkerEnv }, maxShard);
   const final: FinalState = { service: server.groups().filter((g) => allIds.has(g.user_group_id)), shards, directory };
   const verdict = checkHistory(recorder.ops, final, { observations: recorder.observations, ids: allIds, crashed });
-  const problems = problemsOf(verdict);
+  // Every history is checked twice: by ours against the end, and by porcupine for linearizability per id (the final read: every shard's state).
+  const linear = checkLinearizable(recorder.ops, { ids: allIds, finalRead: shards.flatMap((s) => s.groups) });
+  const problems = [...problemsOf(verdict), ...linear.problems];
   const probeOp = recorder.ops.find((op) => op.id === probeId && op.retryOf === undefined);
   const faultEvent = recorder.faults[0];
   const result: HistoryResult = {
@@ -412,6 +420,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     faults: recorder.faults,
     verdict,
     problems,
+    linearizability: linear.report,
     timeToServeMs: faultEvent ? timeToServe(recorder.ops, faultEvent) : undefined,
     probeServedMs: faultEvent && probeOp?.outcome === "ok" ? probeOp.completedAt! - faultEvent.startedAt : undefined,
     lastRenewalBeforeMs: faultEvent && lastRenewalAt !== undefined ? faultEvent.startedAt - lastRenewalAt : undefined,
@@ -437,7 +446,7 @@ export function describeHistory(r: HistoryResult): string {
     (r.lastRenewalBeforeMs !== undefined ? `, r1 last renewed ${s(r.lastRenewalBeforeMs)} before it (probe ${s(fromRenewal(r, r.probeServedMs))} after that renewal)` : "") +
     "; " +
     `end: ${r.final.serviceGroups} groups on the service, ${r.final.stateGroups} in ${r.final.shards} shard states; ` +
-    `${r.problems.length === 0 ? "VALID" : `INVALID: ${r.problems.join("; ")}`}`
+    `${r.problems.length === 0 ? "VALID (and linearizable per id: porcupine)" : `INVALID: ${r.problems.join("; ")}`}`
   );
 }
 
