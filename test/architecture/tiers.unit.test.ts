@@ -11,7 +11,7 @@ const ROOT = path.resolve(__dirname, "..", "..");
 const ENGINE_TIER_ONLY: ReadonlyArray<readonly [RegExp, string]> = [
   [/support\/(stack-fixture|pulumi-env|user-groups-cli|user-group-stack|example-harness|global-setup)"/, "a helper that runs the Pulumi engine"],
   [/\bLocalWorkspace\b|\bcreateOrSelectStack\b|\bStack\.(create|select)\(/, "the Automation API's stacks (the engine)"],
-  [/testkit\/(postgres|otel-collector|takeover-trial|crash-trials|rate-limited-up|jepsen\/(run-history|toxiproxy|replica))"/, "PostgreSQL, a built tool or a replica harness"],
+  [/testkit\/(postgres|otel-collector|takeover-trial|crash-trials|rate-limited-up|jepsen\/(run-history|toxiproxy|replica|linearizability))"/, "PostgreSQL, a built tool or a replica harness"],
   [/playwright|chromium/, "a browser"],
   [/["'/](dist|build)\//, "the build"],
   [/(?<![.\w])inject\(/, "the engine tier's global setup"],
