@@ -12,7 +12,7 @@ import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation
 import { scrubText } from "../../client/redact";
 import { backendUrlSecrets } from "../backend";
 import { UserGroupsError } from "../../wire/errors";
-import { WrongPassphraseError } from "./engine-errors";
+import { WrongPassphraseError } from "./pulumi-cli";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
 const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN|PGPASSWORD)$/;
