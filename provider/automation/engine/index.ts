@@ -10,7 +10,7 @@ export { exportIfExists, openStack, runError, type SelectedStack, selectStack, S
 export { declareGroup } from "./program";
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./pulumi-cli";
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
-export { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
+export { secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
 export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
