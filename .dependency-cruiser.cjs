@@ -72,6 +72,13 @@ module.exports = {
       to: { path: "^provider/automation/[^/]+/[^/]+\\.ts$", pathNot: ["^provider/automation/$1/", "/index\\.ts$"] },
     },
     {
+      name: "automation-subfolder-through-index",
+      severity: "error",
+      comment: "A sub-folder of an automation folder (engine/state/, engine/pulumi-cli/) is entered through its index.ts from outside it.",
+      from: { path: "^provider/", pathNot: "^provider/automation/[^/]+/[^/]+/" },
+      to: { path: "^provider/automation/[^/]+/[^/]+/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
+    },
+    {
       name: "automation-entry-points-only",
       severity: "error",
       comment: "cli/, bench/, scripts/ and testkit/ use automation only through index.ts or internal.ts.",

@@ -8,18 +8,27 @@ import { setTimeout as sleepFor } from "node:timers/promises";
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
-  /** Resolves after `ms`; rejects with the signal's reason when it aborts first. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves after `ms`; rejects with the signal's reason when it aborts first. `options.keepAlive: false`: the
+   * wait does not keep the process alive (a watchdog's tick, a flush's cap); a clock with no process ignores it.
+   */
+  sleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void>;
   /** A number in [0, 1), for jitter. */
   random(): number;
+}
+
+/** How a sleep waits. */
+export interface SleepOptions {
+  /** false: a timer that never keeps the process alive by itself (Node's unref'd timer). Default true. */
+  readonly keepAlive?: boolean;
 }
 
 /** The real clock: `Date.now`, timers, `Math.random`. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: async (ms, signal) => {
+  sleep: async (ms, signal, options) => {
     try {
-      await sleepFor(Math.max(0, ms), undefined, signal ? { signal } : undefined);
+      await sleepFor(Math.max(0, ms), undefined, { ...(signal ? { signal } : {}), ...(options?.keepAlive === false ? { ref: false } : {}) });
     } catch (error) {
       throw signal?.aborted ? signal.reason : error; // node's AbortError holds the reason only as its cause
     }
@@ -47,7 +56,7 @@ export function clockOf(options: {
   if (now === undefined && sleep === undefined && random === undefined) return base;
   return {
     now: now ?? (() => base.now()),
-    sleep: sleep ?? ((ms, signal) => base.sleep(ms, signal)),
+    sleep: sleep ?? ((ms, signal, sleepOptions) => base.sleep(ms, signal, sleepOptions)),
     random: random ?? (() => base.random()),
   };
 }

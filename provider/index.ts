@@ -8,7 +8,7 @@ import type * as HttpClientModule from "./client/http-client";
 export { ImportNotSupportedError, type InputMembers, ReservedInputError, UserGroup, type UserGroupArgs } from "./resource/user-group";
 export { MINIMUM_NODE_MAJOR, NodeTooOldError } from "./node-version";
 export type { ClientOptions, Timeouts } from "./client/http-client";
-export type { Clock } from "./clock";
+export type { Clock, SleepOptions } from "./clock";
 export { type ApiErrorDetails, type FailureKind, UserGroupApiError } from "./client/errors";
 export type { Pacer, PacerClock, PacerOptions, PacerState } from "./client/pacer";
 export type { RateBudget } from "./client/rate-budget";

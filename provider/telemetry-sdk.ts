@@ -23,6 +23,7 @@
 // createRequire as well: the library's modules import only @opentelemetry/api.
 import { createRequire } from "node:module";
 import { context, type MeterProvider, metrics, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
+import { systemClock } from "./clock";
 import { metricExportIntervalMs, type OtelEnv, otlpProtocolOf } from "./otel-env";
 import { allowedAttributes, errorType, packageTracer } from "./telemetry";
 import { PACKAGE_VERSION } from "./version";
@@ -110,14 +111,10 @@ function oneAtATime(flush: () => Promise<void>): () => Promise<void> {
 /** Flushes everything recorded so far, at most FLUSH_CAP_MS; never fails. */
 function flushAll(): Promise<void> {
   if (flushers.length === 0) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, FLUSH_CAP_MS);
-    timer.unref();
-    void Promise.allSettled(flushers.map((flush) => flush())).then(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  const capped = new AbortController();
+  const cap = systemClock.sleep(FLUSH_CAP_MS, capped.signal, { keepAlive: false }).catch(() => {});
+  const flushed = Promise.allSettled(flushers.map((flush) => flush())).then(() => capped.abort());
+  return Promise.race([cap, flushed]).then(() => {});
 }
 
 /** Hooks the gRPC server of `serverRequire`'s grpc-js once: each unary call in a SERVER span, flushed before its answer. */

@@ -3,7 +3,7 @@
 // beyond it. Not in package.json's exports.
 export * from "./index";
 export { backendNotice, backendUrlSecrets, lockHolderStatus, type LockHolderStatus, readRegularFile, writeFileReplacing } from "./backend";
-export { PREVIEW_ENGINE_ENV, PROJECT_NAME, scrubText, secretValuesOf, selectStack, workspaceOf } from "./engine";
+export { PREVIEW_ENGINE_ENV, PROJECT_NAME, secretValuesOf, selectStack, workspaceOf } from "./engine";
 export { RunLeaseHeldError, type RunRecord } from "./lease";
 /** The automation layers' telemetry helpers, for the benchmark's cost of tracing off and on (bench/observability.ts). */
 export { engineRun } from "./engine";

@@ -3,7 +3,8 @@
 // `user-groups validate` must stay offline and fast.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
-import { backendNotice, detectDrift, FileRefusedError, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, UntrustedStateError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, scrubText, secretValuesOf } from "../automation/internal";
+import { backendNotice, detectDrift, FileRefusedError, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, UntrustedStateError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, secretValuesOf } from "../automation/internal";
+import { scrubText } from "../client/redact";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
 import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./args";

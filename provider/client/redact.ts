@@ -1,8 +1,11 @@
 // Secrets (API keys, group tokens, a passphrase, a backend URL's password) must
-// never reach a log line or an error message: the one place that scrubs them.
+// never reach a log line or an error message: the one place that scrubs them, in
+// the lowest layer that needs it (the client), imported from here by every caller.
 // Everything the client says passes through a Redactor first; every error the
-// automation layer throws goes through scrubSecrets (with the values
-// automation/engine/stack-config.ts's secretValuesOf collects).
+// automation layer and the CLI throw goes through scrubSecrets or scrubText (with
+// the values automation/engine/stack-config.ts's secretValuesOf collects of a run:
+// which values are secret depends on the run's options and its backend URL, which
+// only the automation layer knows). Tested in test/client/redact.unit.test.ts.
 
 export const REDACTED = "[REDACTED]";
 

@@ -5,8 +5,10 @@
 // its engine is still there: its parent did not change (reparented: the
 // engine that started it directly is gone), and the engine's gRPC address
 // (its command-line argument) still accepts connections. Two refusals in a row
-// and it exits. The timer is unref'd: it never keeps a finished process alive.
+// and it exits. Its ticks are the clock's sleeps that keep no process alive: it
+// never keeps a finished process running.
 import { connect } from "node:net";
+import { type Clock, systemClock } from "../clock";
 
 export interface EngineAddress {
   readonly host: string;
@@ -50,6 +52,8 @@ export interface WatchdogOptions {
   readonly probe?: (address: EngineAddress) => Promise<ProbeResult>;
   /** Called once, with why; the default writes a line and exits. */
   readonly onEngineGone?: (why: string) => void;
+  /** The ticks' clock (default systemClock). */
+  readonly clock?: Clock;
 }
 
 /** Starts the watch; returns its stop function. */
@@ -62,36 +66,32 @@ export function startEngineWatchdog(options: WatchdogOptions): () => void {
       process.stderr.write(`pulumi-user-groups provider: ${why}; exiting so that nothing more is sent for a run that is over\n`);
       process.exit(1);
     });
+  const clock = options.clock ?? systemClock;
+  const everyMs = options.everyMs ?? 1_000;
   const parent = ppid();
-  let refusals = 0;
-  let checking = false;
-  let stopped = false;
-  const stop = () => {
-    stopped = true;
-    clearInterval(timer);
+  const stopping = new AbortController();
+  const stop = () => stopping.abort();
+  const goneOnce = (why: string) => {
+    stop();
+    gone(why);
   };
-  const timer = setInterval(() => {
-    if (checking || stopped) return;
-    if (ppid() !== parent) {
-      stop();
-      gone(`the engine that started this process (pid ${parent}) is gone`);
-      return;
+  void (async () => {
+    let refusals = 0;
+    // One check a tick, the next tick counted from the end of the last check's probe.
+    while (!stopping.signal.aborted) {
+      try {
+        await clock.sleep(everyMs, stopping.signal, { keepAlive: false });
+      } catch {
+        return; // stopped
+      }
+      if (stopping.signal.aborted) return;
+      if (ppid() !== parent) return goneOnce(`the engine that started this process (pid ${parent}) is gone`);
+      if (options.address === undefined) continue;
+      const result = await probe(options.address).catch((): ProbeResult => "unknown");
+      refusals = result === "down" ? refusals + 1 : 0;
+      if (refusals >= 2 && !stopping.signal.aborted) return goneOnce(`the engine at ${options.address.host}:${options.address.port} no longer answers`);
     }
-    if (options.address === undefined) return;
-    checking = true;
-    void probe(options.address)
-      .then((result) => {
-        refusals = result === "down" ? refusals + 1 : 0;
-        if (refusals >= 2 && !stopped) {
-          stop();
-          gone(`the engine at ${options.address!.host}:${options.address!.port} no longer answers`);
-        }
-      })
-      .finally(() => {
-        checking = false;
-      });
-  }, options.everyMs ?? 1_000);
-  timer.unref();
+  })();
   return stop;
 }
 

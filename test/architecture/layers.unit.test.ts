@@ -55,6 +55,10 @@ describe("layers", () => {
       "provider/automation/model/results.ts": 'import { internal } from "../engine/open-stack";\nexport const results = internal;\n',
       "provider/automation/engine/open-stack.ts": "export const internal = 1;\n",
       "provider/automation/engine/index.ts": 'export { internal } from "./open-stack";\n',
+      // a sub-folder of engine/ entered past its index.ts
+      "provider/automation/engine/state/document.ts": "export const document = 1;\n",
+      "provider/automation/engine/state/index.ts": 'export { document } from "./document";\n',
+      "provider/automation/engine/run-once.ts": 'import { document } from "./state/document";\nexport const run = document;\n',
       // the emulator reaching into the client
       "fake-server/server.ts": 'import { a } from "../provider/client/a";\nexport const server = a;\n',
       // a bench importing a test's helper
@@ -87,6 +91,7 @@ describe("layers", () => {
       "no-cycles",
       "automation-model",
       "automation-folder-through-index",
+      "automation-subfolder-through-index",
       "automation-entry-points-only",
       "fake-server-shares-only-wire",
       "tools-not-from-tests",

@@ -20,8 +20,11 @@ const SKIP = new Set(["node_modules", "dist", "build", ".git", ".demo", ".work",
  * it has to leave this list, so the list only shrinks.
  */
 const SPLIT_ELSEWHERE: ReadonlySet<string> = new Set(["provider/automation/shards/directory.ts"]);
-/** Folders over the file limit that the same work reshapes (run-once and open-stack move into the shard pipeline). */
-const RESHAPED_ELSEWHERE: ReadonlySet<string> = new Set(["provider/automation/engine"]);
+/**
+ * Folders over the file limit that other work reshapes, the same way (none now: automation/engine was, until its
+ * state/ and pulumi-cli/ sub-folders). Kept for the next such split: an entry must still break the rule, so the list only shrinks.
+ */
+const RESHAPED_ELSEWHERE: ReadonlySet<string> = new Set<string>([]);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {

@@ -1,5 +1,5 @@
 // Issue #39 item 2: one module exports and imports a stack's state
-// (provider/automation/engine/state-document.ts), without `--show-secrets` and
+// (provider/automation/engine/state/state-document.ts), without `--show-secrets` and
 // through a private file. The Automation API's exportStack() (`stack export
 // --show-secrets`) and importStack() (a 0644 file in os.tmpdir()) must not come
 // back anywhere in the product's sources, nor a command line of our own that
@@ -9,7 +9,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(__dirname, "..", "..");
-const THE_MODULE = "provider/automation/engine/state-document.ts";
+const THE_MODULE = "provider/automation/engine/state/state-document.ts";
 /** What ships or runs beside the engine: the product, the emulator, the language host. */
 const PRODUCT_DIRS = ["provider", "fake-server", "language-host", "sdk"];
 

@@ -22,6 +22,8 @@ describe("changeDigest", () => {
   it("is the SHA-256 of the canonical JSON of { stack, changes } (a known answer: plan files stay readable across versions)", () => {
     const canonical = '{"changes":[{"change":"create","declared":{"name":"Initech","userGroupId":"initech"},"resourceName":"default.initech"}],"stack":"prod"}';
     expect(changesDigest("prod", [create])).toBe(`sha256:${createHash("sha256").update(canonical).digest("base64url")}`);
+    // The value itself, pinned: a change to the canonical form (or the encoding) fails here, not in a reader's plan file.
+    expect(changesDigest("prod", [create])).toBe("sha256:X06RUn5cbA1vFv0AUYu1XC1TXon1yLOqzJ81dm-c108");
     // Keys in another order, an undefined member: the same change set, the same digest.
     const reordered = { declared: { userGroupId: "initech", name: "Initech", properties: undefined }, change: "create", resourceName: "default.initech" } as unknown as PlannedChange;
     expect(changesDigest("prod", [reordered])).toBe(changesDigest("prod", [create]));

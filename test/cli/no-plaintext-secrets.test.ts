@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
-import { KNOWN_PROVIDER_TEXTS } from "../../provider/automation/engine/provider-code";
+import { KNOWN_PROVIDER_TEXTS } from "../../provider/automation/engine/state";
 import { USER_GROUP_TYPE } from "../../provider/resource/user-group";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, USER_GROUPS_CLI } from "../support/user-groups-cli";

@@ -25,6 +25,26 @@ describe("the clock", () => {
     await expect(sleeping).rejects.toThrow("stop");
   });
 
+  it("a sleep with keepAlive: false holds no process up (a watchdog's tick, a flush's cap); by default it does", async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === "Timeout").length;
+    const abort = new AbortController();
+    const before = timers();
+    const background = systemClock.sleep(60_000, abort.signal, { keepAlive: false });
+    expect(timers()).toBe(before);
+    const foreground = systemClock.sleep(60_000, abort.signal);
+    expect(timers()).toBe(before + 1);
+    abort.abort(new Error("done"));
+    await expect(background).rejects.toThrow("done");
+    await expect(foreground).rejects.toThrow("done");
+    // Through clockOf's wrapper too (a deprecated option replacing another part keeps the sleep's options).
+    const wrapped = clockOf({ now: () => 0 });
+    const again = new AbortController();
+    const wrappedSleep = wrapped.sleep(60_000, again.signal, { keepAlive: false });
+    expect(timers()).toBe(before);
+    again.abort(new Error("done"));
+    await expect(wrappedSleep).rejects.toThrow("done");
+  });
+
   it("the deprecated now/sleep/random options replace those parts of the clock given (or the system's)", async () => {
     const clock = fakeClock({ start: 1_000, random: () => 0.25 });
     const mixed = clockOf({ clock, random: () => 0.75 });

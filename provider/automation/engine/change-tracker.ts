@@ -6,7 +6,7 @@ import { diffUserGroup } from "../../logic/diff";
 import type { CheckedInputs } from "../../logic/inputs";
 import { nameOfUrn, GroupChange, FieldChange, GroupEvent, Operation } from "../model";
 import { UserGroupsError } from "../../wire/errors";
-import { EngineEdgeError } from "./engine-errors";
+import { EngineEdgeError } from "./pulumi-cli";
 
 const GROUP_TYPE_SUFFIX = ":UserGroup";
 

@@ -5,20 +5,17 @@ import { type Deployment, LocalWorkspace, type LocalWorkspaceOptions, type Pulum
 import path from "node:path";
 import { ENV_HINTS } from "../../logic/credentials";
 import { type GroupSpec, assertValidStackName, RunOptions } from "../model";
-import { MissingPassphraseError, translateEngineError } from "./engine-errors";
+import { MissingPassphraseError, pulumiCommandOnPath, translateEngineError } from "./pulumi-cli";
 import { isStackLocked, StackLockedError, withStackLockWait, engineBackendEnv, withoutCredentials, rateBudgetEnv, fileBackendDir, removeLingeringTornSidecars } from "../backend";
-import { scrubSecrets, secretValuesOf, setStackConfig } from "./stack-config";
+import { scrubSecrets } from "../../client/redact";
+import { secretValuesOf, setStackConfig } from "./stack-config";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
-import { pulumiCommandOnPath } from "./pulumi-command";
 import { compileCacheEnv } from "../../compile-cache-dir";
 import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
 import { inSpan, LeaseWait, RunLeaseHeldError } from "../lease";
-import { exportState, isTornRead, tornStateError } from "./state-document";
+import { exportState, isTornRead, tornStateError } from "./state";
 import { systemClock } from "../../clock";
-
-// The state's reads moved to state-document.ts (issue #39); named here too, where they were.
-export { isTornRead, readStateRetrying, tornStateError, TORN_READ_WAITS_MS } from "./state-document";
 
 /** Stacks this process is running now, by backend and name. */
 const running = new Set<string>();

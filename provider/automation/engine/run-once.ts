@@ -3,15 +3,14 @@
 // state), and the run's result.
 import type { Deployment, OutputMap, Stack } from "@pulumi/pulumi/automation";
 import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
-import { EngineEdgeError } from "./engine-errors";
+import { EngineEdgeError } from "./pulumi-cli";
 import { StackLockedError, withoutCredentials } from "../backend";
-import { scrubSecrets, scrubText, secretValuesOf } from "./stack-config";
-import { PREVIEW_ENGINE_ENV, proveUnchanged } from "./unchanged-state";
-import { assertStateIsData } from "./state-data";
+import { scrubSecrets, scrubText } from "../../client/redact";
+import { secretValuesOf } from "./stack-config";
+import { assertStateIsData, exportState, PREVIEW_ENGINE_ENV, proveUnchanged } from "./state";
 import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
 import { runError } from "./open-stack";
 import { engineRun } from "./run-telemetry";
-import { exportState } from "./state-document";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   const counts = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };

@@ -4,15 +4,16 @@
 // runs `pulumi config set --stack S [--secret] KEY` once per key and writes the
 // value to its standard input, with the workspace's environment and directory.
 // Also: which values a run must keep secret (secretValuesOf: the passphrase, secret
-// config, secret-named variables, the backend URL's password), for the scrubbing of
-// every error our automation code throws (client/redact.ts, scrubSecrets).
+// config, secret-named variables, the backend URL's password), handed to the
+// scrubbing of every error our automation code throws. The scrubbing itself has
+// one home, client/redact.ts (scrubText, scrubSecrets), which callers import.
 import { spawn } from "node:child_process";
 import path from "node:path";
 import type { ConfigMap, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { scrubText } from "../../client/redact";
 import { backendUrlSecrets } from "../backend";
 import { UserGroupsError } from "../../wire/errors";
-import { WrongPassphraseError } from "./engine-errors";
+import { WrongPassphraseError } from "./pulumi-cli";
 
 /** Variables of ours and Pulumi's whose values are secrets wherever they appear. */
 const SECRET_ENV_NAME = /^(USER_GROUPS_API_KEY(_\w+)?|PULUMI_CONFIG_PASSPHRASE|PULUMI_ACCESS_TOKEN|PGPASSWORD)$/;
@@ -44,9 +45,6 @@ export function secretValuesOf(options: SecretSources, env: NodeJS.ProcessEnv = 
   // Longest first, so that a secret containing another is replaced whole.
   return [...values].sort((a, b) => b.length - a.length);
 }
-
-// Scrubbing itself (scrubText, scrubSecrets) has one home with the client's Redactor: client/redact.ts.
-export { scrubSecrets, scrubText } from "../../client/redact";
 
 /** What LocalWorkspace would run the CLI with: its command, directory and environment. */
 function commandOf(workspace: LocalWorkspace): { command: string; cwd: string; env: NodeJS.ProcessEnv } {

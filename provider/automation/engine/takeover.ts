@@ -27,11 +27,10 @@ import { declareGroup } from "./program";
 import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites } from "../backend";
 import { PROJECT_NAME } from "./workspace";
-import { assertStateIsData } from "./state-data";
+import { assertStateIsData, exportState } from "./state";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../lease";
 import { engineRun } from "./run-telemetry";
-import { exportState } from "./state-document";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
 export const QUIET_MS = 5_000;

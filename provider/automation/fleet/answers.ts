@@ -3,7 +3,8 @@
 // group a concurrent run moved to another shard asked again (at most
 // MAX_MOVES times).
 import { UserGroupsError } from "../../wire/errors";
-import { scrubText, secretValuesOf } from "../engine";
+import { scrubText } from "../../client/redact";
+import { secretValuesOf } from "../engine";
 import type { RunOptions } from "../model";
 import { type GroupOutcome, othersScrubber, scrubbedCopy } from "./fleet-isolation";
 import { GroupMoved } from "./errors";

@@ -21,12 +21,16 @@ export class FleetShards {
   /** The backend notice (backend/login-backend.ts) is given once per fleet. */
   private backendNoticed = false;
 
-  constructor(private readonly options: RunOptions) {}
+  /** `rootHeld`: the groups the root stack holds, for a directory made now (default: read from its state; openShards). */
+  constructor(
+    private readonly options: RunOptions,
+    private readonly rootHeld?: () => Promise<readonly string[] | undefined>,
+  ) {}
 
   /** The stack's shards; a failed open lets a later call try again. */
   sharded(): Promise<ShardedStack> {
     if (this.handle === undefined) {
-      const handle = openShards(this.options);
+      const handle = this.rootHeld ? openShards(this.options, this.rootHeld) : openShards(this.options);
       this.handle = handle;
       handle.catch(() => {
         if (this.handle === handle) this.handle = undefined;

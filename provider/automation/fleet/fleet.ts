@@ -18,6 +18,7 @@ import { type CallTrace, endCall, inBatch, startCall } from "./call-trace";
 import { FleetShards } from "./fleet-shards";
 import { Answers } from "./answers";
 import { type BatchHost, runShardBatch } from "./shard-batch";
+import { engineShardRunner, type ShardRunner } from "./shard-runner";
 
 export type { FleetGroup } from "./fleet-state";
 
@@ -34,6 +35,8 @@ export class UserGroupFleet {
   private readonly queue: Request[] = [];
   private readonly fleetShards: FleetShards;
   private readonly answers: Answers;
+  /** The fleet's way to a shard's state and runs: the engine's, unless a test gave another. */
+  private readonly runner: ShardRunner;
   /** The batch window under way (aborted by close, which drains at once). */
   private window: AbortController | undefined;
   private draining: Promise<void> | undefined;
@@ -43,12 +46,19 @@ export class UserGroupFleet {
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
 
-  constructor(private readonly options: FleetOptions) {
+  constructor(options: FleetOptions);
+  /** @internal `runner`: the seam a unit test runs the fleet through without an engine (shard-runner.ts). */
+  constructor(options: FleetOptions, runner: ShardRunner);
+  constructor(
+    private readonly options: FleetOptions,
+    runner?: ShardRunner,
+  ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
     this.batchWindowMs = options.batchWindowMs ?? 25;
     if (!Number.isFinite(this.lockTimeoutMs) || this.lockTimeoutMs < 0) throw new RangeError("lockTimeoutMs must be a number >= 0");
     if (!Number.isFinite(this.batchWindowMs) || this.batchWindowMs < 0) throw new RangeError("batchWindowMs must be a number >= 0");
-    this.fleetShards = new FleetShards(options);
+    this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
+    this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
   }
 
@@ -169,9 +179,8 @@ export class UserGroupFleet {
 
   private async drain(): Promise<void> {
     const host: BatchHost = {
-      options: this.options,
-      lockTimeoutMs: this.lockTimeoutMs,
       shards: this.fleetShards,
+      runner: this.runner,
       countRun: () => {
         this.engineRuns += 1;
       },

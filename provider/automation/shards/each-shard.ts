@@ -15,10 +15,13 @@ async function rootHeld(options: RunOptions): Promise<string[] | undefined> {
   return deployment === undefined ? undefined : heldGroupNames(deployment);
 }
 
-/** Opens the shards of the stack of these options (shard-directory.ts). */
-export async function openShards(options: RunOptions): Promise<ShardedStack> {
+/**
+ * Opens the shards of the stack of these options (shard-directory.ts). `rootHeldOf`: the groups the root stack
+ * holds, for a directory made now (default: read from its state; a fleet's shard runner may answer it).
+ */
+export async function openShards(options: RunOptions, rootHeldOf: () => Promise<readonly string[] | undefined> = () => rootHeld(options)): Promise<ShardedStack> {
   assertUserStackName(options.stack); // before the work directory is made
-  return ShardedStack.open(options, workspaceOf(options).backendUrl, () => rootHeld(options));
+  return ShardedStack.open(options, workspaceOf(options).backendUrl, rootHeldOf);
 }
 
 /**

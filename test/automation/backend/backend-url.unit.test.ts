@@ -4,7 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "../../../provider/automation/backend/backend-url";
 import { RunFailedError } from "../../../provider/automation/engine/change-tracker";
-import { scrubSecrets, secretValuesOf } from "../../../provider/automation/engine/stack-config";
+import { scrubSecrets } from "../../../provider/client/redact";
+import { secretValuesOf } from "../../../provider/automation/engine/stack-config";
 
 /** Passwords with every character a URL treats specially, and non-ASCII. */
 const PASSWORDS = ["p@ss:w/rd", "100%#sure?", "ünïcödé✓ pass", "a$&+,;=b", "'(!*)'", "%41%"];

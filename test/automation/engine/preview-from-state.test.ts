@@ -17,7 +17,7 @@ import {
   WrongPassphraseError,
 } from "../../../provider/automation";
 import { exportIfExists } from "../../../provider/automation/engine/open-stack";
-import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../../provider/automation/engine/unchanged-state";
+import { PREVIEW_ENGINE_ENV, proveUnchanged } from "../../../provider/automation/engine/state";
 import { useStackFixture } from "../../support/stack-fixture";
 
 const KEY = "preview-state-key-0001";

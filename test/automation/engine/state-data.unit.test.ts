@@ -6,8 +6,8 @@
 // test/cli/planted-provider.test.ts and test/automation/security.test.ts.
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { describe, expect, it } from "vitest";
-import { KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError } from "../../../provider/automation/engine/provider-code";
-import { assertStateIsData, stateProblems, type StateProblem, UntrustedStateError } from "../../../provider/automation/engine/state-data";
+import { KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError } from "../../../provider/automation/engine/state";
+import { assertStateIsData, stateProblems, type StateProblem, UntrustedStateError } from "../../../provider/automation/engine/state";
 import { PROVIDER_MODULE_TEXT } from "../../../provider/resource/provider-shell";
 import { USER_GROUP_TYPE } from "../../../provider/resource/user-group";
 

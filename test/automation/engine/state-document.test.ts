@@ -10,7 +10,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { provisionUserGroups, WrongPassphraseError } from "../../../provider/automation";
 import { selectStack } from "../../../provider/automation/engine/open-stack";
-import { exportState, importState, readStateWithSecrets } from "../../../provider/automation/engine/state-document";
+import { exportState, importState, readStateWithSecrets } from "../../../provider/automation/engine/state";
 import { REPO_ROOT } from "../../support/pulumi-env";
 import { useStackFixture } from "../../support/stack-fixture";
 

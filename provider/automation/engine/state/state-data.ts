@@ -17,12 +17,12 @@
 // Secrets pass as the engine stores them (ciphertext) or as an export with
 // secrets shows them (plaintext, itself checked); a secret is never quoted.
 import type { Deployment } from "@pulumi/pulumi/automation";
-import { USER_GROUP_TYPE } from "../../resource/user-group";
-import { UserGroupsError } from "../../wire/errors";
-import { quoteForMessage } from "../../wire/issues";
-import { urnOf } from "../model";
+import { USER_GROUP_TYPE } from "../../../resource/user-group";
+import { UserGroupsError } from "../../../wire/errors";
+import { quoteForMessage } from "../../../wire/issues";
+import { urnOf } from "../../model";
 import { KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError } from "./provider-code";
-import { PROJECT_NAME, stackSettingsName } from "./workspace";
+import { PROJECT_NAME, stackSettingsName } from "../workspace";
 
 export const STACK_TYPE = "pulumi:pulumi:Stack";
 /** The provider resource of every dynamic resource: the engine's default one, as our programs get it. */

@@ -4,7 +4,7 @@
 // run through it is given the trace options of the moment (engine-trace.ts).
 import { PulumiCommand } from "@pulumi/pulumi/automation";
 import { ENGINE_COMMANDS, engineTraceDestination, engineTraceOptions, mergedNodeOptions } from "./engine-trace";
-import { otlpMetricsRequested } from "../../otel-env";
+import { otlpMetricsRequested } from "../../../otel-env";
 
 const SKIP_VERSION_CHECK = "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK";
 const found = new Map<string, Promise<PulumiCommand>>();

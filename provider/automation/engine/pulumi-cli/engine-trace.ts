@@ -6,7 +6,7 @@
 // (`pulumi-user-groups/otel-preload`, NODE_OPTIONS). pulumi-command.ts applies
 // these options to every engine run (up, preview, refresh, destroy).
 import { context, isSpanContextValid, propagation, trace } from "@opentelemetry/api";
-import { UserGroupsError } from "../../wire/errors";
+import { UserGroupsError } from "../../../wire/errors";
 
 /** Where the engine of our runs exports its trace: a `--otel-traces` destination (`file://`, `grpc://`, `http(s)://`). */
 export const ENGINE_OTEL_TRACES_ENV = "USER_GROUPS_ENGINE_OTEL_TRACES";

@@ -9,10 +9,10 @@
 // those texts, the refusal when they are all that is wrong, and the rewrite
 // `recover --rewrite-providers` makes after review.
 import type { Deployment } from "@pulumi/pulumi/automation";
-import { PROVIDER_MODULE_TEXT } from "../../resource/provider-shell";
-import { USER_GROUP_TYPE } from "../../resource/user-group";
-import { UserGroupsError } from "../../wire/errors";
-import { quoteForMessage } from "../../wire/issues";
+import { PROVIDER_MODULE_TEXT } from "../../../resource/provider-shell";
+import { USER_GROUP_TYPE } from "../../../resource/user-group";
+import { UserGroupsError } from "../../../wire/errors";
+import { quoteForMessage } from "../../../wire/issues";
 
 /**
  * Every `__provider` text this package has written. Each only loads the

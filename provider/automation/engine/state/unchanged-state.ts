@@ -12,12 +12,12 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Deployment, EngineEvent } from "@pulumi/pulumi/automation";
 import { z } from "zod";
-import { diffUserGroup } from "../../logic/diff";
-import { checkInputs, type CheckedInputs } from "../../logic/inputs";
-import { PROVIDER_MODULE_TEXT } from "../../resource/provider-shell";
-import { USER_GROUP_TYPE } from "../../resource/user-group";
-import { type GroupSpec, userGroupArgsOf, resourceNameOf, urnOf } from "../model";
-import { PROJECT_NAME, stackSettingsName } from "./workspace";
+import { diffUserGroup } from "../../../logic/diff";
+import { checkInputs, type CheckedInputs } from "../../../logic/inputs";
+import { PROVIDER_MODULE_TEXT } from "../../../resource/provider-shell";
+import { USER_GROUP_TYPE } from "../../../resource/user-group";
+import { type GroupSpec, userGroupArgsOf, resourceNameOf, urnOf } from "../../model";
+import { PROJECT_NAME, stackSettingsName } from "../workspace";
 
 /** Set to `always` to run the engine for every preview (the state is then never taken as proof). */
 export const PREVIEW_ENGINE_ENV = "USER_GROUPS_PREVIEW_ENGINE";

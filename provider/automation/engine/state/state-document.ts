@@ -31,11 +31,11 @@ import { createDecipheriv, createHash, pbkdf2, randomBytes } from "node:crypto";
 import { closeSync, constants, lstatSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { type Clock, systemClock } from "../../clock";
-import { UserGroupsError } from "../../wire/errors";
-import { StackLockedError } from "../backend";
-import { inSpan } from "../lease";
-import { pulumiErrorLines, WrongPassphraseError } from "./engine-errors";
+import { type Clock, systemClock } from "../../../clock";
+import { UserGroupsError } from "../../../wire/errors";
+import { StackLockedError } from "../../backend";
+import { inSpan } from "../../lease";
+import { pulumiErrorLines, WrongPassphraseError } from "../pulumi-cli";
 
 /** Pulumi's key of a secret envelope, and its value for a secret (sdk/go/common/resource/sig). */
 const SIG_KEY = "4dabf18193072939515e22adb298388d";

@@ -6,8 +6,8 @@
 // went wrong and, separately, what to do, worded for who called: the CLI's
 // users set environment variables and flags, a library's users pass options.
 import { CommandError } from "@pulumi/pulumi/automation";
-import type { ErrorCode } from "../../wire/error-codes";
-import { UserGroupsError } from "../../wire/errors";
+import type { ErrorCode } from "../../../wire/error-codes";
+import { UserGroupsError } from "../../../wire/errors";
 
 /** Who is told what to do: the `user-groups` command's user, or a program calling this library. */
 export type HintAudience = "cli" | "library";
