@@ -6,7 +6,7 @@ import { type Span, SpanStatusCode } from "@opentelemetry/api";
 import { saveCompileCache } from "../compile-cache";
 import type { UserGroupsClient } from "../client/http-client";
 import { rateBudgetFromEnv } from "../client/rate-budget";
-import { runFenceFromEnv } from "../client/run-fence";
+import { runFenceFromEnv } from "../backends";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";

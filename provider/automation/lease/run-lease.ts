@@ -8,7 +8,7 @@
 //   every 2 s); a killed holder's lease ends at once (its lease session is
 //   gone), a paused or cut-off one's when it expires. Older epochs are fenced:
 //   the backend refuses their engine's writes, their providers send nothing.
-//   Waiters are served first come (postgres-store.ts; file-store.ts likewise).
+//   Waiters are served first come (backends/postgres/lease-store.ts; the file store likewise).
 // - file:// backends: a lease file in the backend (0700 directory, 0600 file)
 //   holding the holder's host, pid, run id and an expiry it renews. Nothing can
 //   fence a file backend's writers, so only a dead pid of this host ends it; a
@@ -22,19 +22,25 @@
 // finished by the next holder. The record is never kept in the work directory,
 // which a repository (and so a pull request) may hold.
 import { randomUUID } from "node:crypto";
+import { backendFor, type LeaseStoreOptions } from "../../backends";
 import { type Clock, systemClock } from "../../clock";
-import { StackLockedError, fileBackendDir } from "../backend";
-import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
-import { FileLeaseStore } from "./file-store";
-import { PostgresLeaseStore } from "./postgres-store";
+import { StackLockedError } from "../backend";
+import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore, leaseRules } from "./record";
 import { currentLeaseWait, holderKind, LeaseWait } from "./telemetry";
 
-/** The lease store of a backend, or undefined for a backend without one (S3, Azure, GCS, Pulumi Cloud). */
-export function leaseStoreFor(backendUrl: string, project: string, stack: string): LeaseStore | undefined {
-  const dir = fileBackendDir(backendUrl);
-  if (dir !== undefined) return new FileLeaseStore(dir, project, stack);
-  if (/^postgres(ql)?:\/\//i.test(backendUrl)) return new PostgresLeaseStore(backendUrl, project, stack);
-  return undefined;
+/**
+ * The lease store of a backend (its adapter's, backends/), with the lease's
+ * rules; undefined for a backend without one (S3, Azure, GCS, Pulumi Cloud).
+ * `here`: where this process stands (tests play other hosts).
+ */
+export function leaseStoreFor(
+  backendUrl: string,
+  project: string,
+  stack: string,
+  options: Omit<LeaseStoreOptions, "rules"> & { readonly here?: Here } = {},
+): LeaseStore | undefined {
+  const { here, ...rest } = options;
+  return backendFor(backendUrl)?.leaseStore(project, stack, { ...rest, rules: leaseRules(here) });
 }
 
 /** Environment variable every run's engine and providers carry: which run they belong to. */
