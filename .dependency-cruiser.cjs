@@ -2,7 +2,7 @@
 // dependency-cruiser in `npm test` (test/architecture/layers.unit.test.ts):
 //   wire -> backends -> client -> logic -> resource / plugin -> automation -> cli
 // never upward, no import cycles, the automation folders one way
-// (model -> backend -> lease -> engine -> shards -> operations, fleet), each
+// (telemetry -> model -> backend -> lease -> engine -> shards -> operations, fleet), each
 // folder entered through its index.ts, and cli/ and the repository's tools using
 // automation only through its entry points (index.ts, internal.ts); backends/
 // (the shared state backends) entered through its registry, index.ts, its
@@ -22,6 +22,7 @@ const LAYERS = [
 ];
 /** Folders of provider/automation/ a folder must not import (the ones below it in the table in its README). */
 const AUTOMATION = [
+  ["telemetry", ["model", "backend", "lease", "engine", "shards", "operations", "fleet"]],
   ["model", ["backend", "lease", "engine", "shards", "operations", "fleet"]],
   ["backend", ["lease", "engine", "shards", "operations", "fleet"]],
   ["lease", ["engine", "shards", "operations", "fleet"]],

@@ -3,4 +3,5 @@
 // its stores are the backends' (provider/backends/, leaseStoreFor).
 export { type AdoptEntry, classifyLockHolder, type Here, HERE, type LeaseStore, leaseRules, type RunClaim, RunLeaseHeldError, RunLeaseLostError, type RunRecord } from "./record";
 export { acquireRunLease, leaseStoreFor, RUN_ID_ENV, type RunLease } from "./run-lease";
-export { automationInstruments, tracer as automationTracer, currentLeaseWait, errorTypeOf, failSpan, holderKind, inSpan, LeaseWait, setSpanAttributes, type SpanOptions } from "./telemetry";
+// The telemetry helpers live in telemetry/; passed on here for the folders that still take them from lease/.
+export { automationInstruments, automationTracer, currentLeaseWait, errorTypeOf, failSpan, holderKind, inSpan, LeaseWait, setSpanAttributes, type SpanOptions } from "../telemetry";

@@ -26,7 +26,7 @@ import { backendFor, type LeaseStoreOptions } from "../../backends";
 import { type Clock, systemClock } from "../../clock";
 import { StackLockedError } from "../backend";
 import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore, leaseRules } from "./record";
-import { currentLeaseWait, holderKind, LeaseWait } from "./telemetry";
+import { currentLeaseWait, holderKind, LeaseWait } from "../telemetry";
 
 /**
  * The lease store of a backend (its adapter's, backends/), with the lease's
@@ -47,12 +47,14 @@ export function leaseStoreFor(
 export const RUN_ID_ENV = "USER_GROUPS_RUN_ID";
 
 /**
- * The lease held by this run: renewed in the background (an unref'd timer);
- * `signal` aborts when it is lost, so that the run stops before another takes over.
+ * The lease held by this run: renewed in the background on the clock (every
+ * `renewEveryMs` until released or lost); `signal` aborts when it is lost, so
+ * that the run stops before another takes over.
  */
 export class RunLease {
   private record: RunRecord;
-  private readonly timer: NodeJS.Timeout;
+  /** Ends the renewals (release). */
+  private readonly stop = new AbortController();
   private readonly abort = new AbortController();
   private released = false;
   private writing: Promise<unknown> = Promise.resolve();
@@ -66,17 +68,24 @@ export class RunLease {
   ) {
     this.record = record;
     this.timing = store.timing ?? FILE_LEASE_TIMING;
-    const { ttlMs, renewEveryMs } = this.timing;
     store.onLost = () => this.lose();
-    // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
-    this.timer = setInterval(
-      () =>
-        void this.update({}).catch(() => {
-          if (this.clock.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
-        }),
-      renewEveryMs,
-    );
-    this.timer.unref();
+    void this.renewing();
+  }
+
+  /** Renews every renewEveryMs (not waiting for a slow renewal: the next one queues behind it, as `update` does). */
+  private async renewing(): Promise<void> {
+    const { ttlMs, renewEveryMs } = this.timing;
+    while (!this.released && !this.lost) {
+      try {
+        await this.clock.sleep(renewEveryMs, this.stop.signal);
+      } catch {
+        return; // released
+      }
+      // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
+      void this.update({}).catch(() => {
+        if (this.clock.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
+      });
+    }
   }
 
   get runId(): string {
@@ -123,7 +132,7 @@ export class RunLease {
 
   async release(): Promise<void> {
     if (this.released) return;
-    clearInterval(this.timer);
+    this.stop.abort();
     await this.writing;
     this.released = true;
     this.store.onLost = undefined;
@@ -148,7 +157,7 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const here = options.here ?? HERE;
   const clock = options.clock ?? systemClock;
   const startedAt = clock.now();
-  // The wait this run is in (withLockWait's), or one of its own: its span and measurement (lease/telemetry.ts).
+  // The wait this run is in (withLockWait's), or one of its own: its span and measurement (telemetry/).
   const wait = currentLeaseWait() ?? new LeaseWait(stackName);
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
   if (!outcome.acquired) {
