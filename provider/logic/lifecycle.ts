@@ -226,7 +226,7 @@ export class UserGroupLifecycle {
         log,
         // The key's budget, shared with every process that uses it (client/rate-budget-stores.ts).
         rateBudget: rateBudgetFromEnv(this.surroundings.env, baseUrl, apiKey, log),
-        // The run's fence: once another run holds the stack, this process sends nothing more (client/run-fence).
+        // The run's fence: once another run holds the stack, this process sends nothing more (backends/postgres/run-fence.ts).
         runFence: runFenceFromEnv(this.surroundings.env),
       });
       this.clients.set(cacheKey, client);
