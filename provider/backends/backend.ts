@@ -102,7 +102,11 @@ export interface DirectoryStore {
   read(): Promise<Map<string, number>>;
   /** Writes the entries `plan` gives for names without one, marks the directory initialized, answers the plan. */
   assign(plan: AssignmentPlan): Promise<Map<string, number>>;
-  /** Once per stack: the root stack's groups as shard 0's (nothing written when `rootHeld` answers undefined). */
+  /**
+   * Once per stack: the groups its root stack already holds (an older version's
+   * stack) as shard 0's. Nothing is written when `rootHeld` answers undefined
+   * (no root stack); the first assignment marks the directory initialized.
+   */
   initialize(rootHeld: () => Promise<readonly string[] | undefined>): Promise<void>;
   /** Drops the entries of these names that name `shard` (only those). */
   forget(names: readonly string[], shard: number): Promise<void>;

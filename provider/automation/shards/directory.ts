@@ -127,42 +127,19 @@ export function countsOf(assigned: ReadonlyMap<string, number>): Map<number, num
   return counts;
 }
 
-export interface ShardDirectory {
+/**
+ * A stack's shard directory: the backend's directory store (backends/backend.ts
+ * DirectoryStore, its storage steps) with the plan of new assignments applied
+ * here. The rule of its use (file header): `initialize` first, once per stack;
+ * `claim` and `forget` only under that shard's run lease (`forget` for groups
+ * its state, read under the lease, does not hold); `repair` as a shard's state
+ * read under its lease proves the entries.
+ */
+export interface ShardDirectory extends Omit<DirectoryStore, "assign"> {
   /** Whether groups of this stack may go to more than one shard (false: a backend without a directory). */
   readonly sharded: boolean;
-  /** Every assignment. `initialize` first, once per stack. */
-  read(): Promise<Map<string, number>>;
-  /**
-   * Assigns the names that have no shard yet (planAssignments, under the
-   * directory's lock, so that concurrent runs agree) and answers every name's shard.
-   */
+  /** Assigns the names that have no shard yet (planAssignments, under the store's lock, so that concurrent runs agree); every name's shard. */
   assign(names: readonly string[], shardSize: number): Promise<Map<string, number>>;
-  /**
-   * Records, once per stack, the groups its root stack already holds (a stack
-   * of an older version, or made before this directory existed) as shard 0's.
-   * `rootHeld` answers undefined when there is no root stack: nothing is
-   * written then (a read of a stack that does not exist leaves no trace); the
-   * first assignment marks the directory initialized.
-   */
-  initialize(rootHeld: () => Promise<readonly string[] | undefined>): Promise<void>;
-  /**
-   * Drops the entries of these groups that name `shard`. Only under that
-   * shard's run lease, for groups its state (read under the lease) does not hold.
-   */
-  forget(names: readonly string[], shard: number): Promise<void>;
-  /**
-   * Claims the names for `shard` (under its run lease, before a run that may
-   * create them): an entry is written where there is none; answers the names
-   * whose entry names another shard (not to be created here).
-   */
-  claim(names: readonly string[], shard: number): Promise<Map<string, number>>;
-  /** Sets entries as a shard's state (read under its run lease) proves them, whatever they said. */
-  repair(entries: ReadonlyMap<string, number>): Promise<void>;
-  /** The names whose entry names `shard`. */
-  entriesOf(shard: number): Promise<string[]>;
-  /** The shards other than 0 whose Pulumi stack exists in the backend, whether the directory names them or not. */
-  existingShards(): Promise<number[]>;
-  close(): Promise<void>;
 }
 
 /** A backend without a directory: one stack, as before shards. */
