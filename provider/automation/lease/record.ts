@@ -1,5 +1,5 @@
 // The rules that read the run record beside the lease (its format is the
-// backends' : backends/run-record.ts): who holds the stack, which dead runs left
+// backends': backends/run-record.ts): who holds the stack, which dead runs left
 // work behind, whether a Pulumi lock's holder is provably gone; the lease errors;
 // the rules handed to every lease store (leaseRules).
 import { hostname } from "node:os";
