@@ -1,23 +1,28 @@
 // The layering of provider/ and fake-server/ (docs/architecture.md), checked by
 // dependency-cruiser in `npm test` (test/architecture/layers.unit.test.ts):
-//   wire -> client -> logic -> resource / plugin -> automation -> cli
+//   wire -> backends -> client -> logic -> resource / plugin -> automation -> cli
 // never upward, no import cycles, the automation folders one way
-// (model -> backend -> lease -> engine -> shards -> operations, fleet), each
+// (telemetry -> model -> backend -> lease -> engine -> shards -> operations, fleet), each
 // folder entered through its index.ts, and cli/ and the repository's tools using
-// automation only through its entry points (index.ts, internal.ts).
+// automation only through its entry points (index.ts, internal.ts); backends/
+// (the shared state backends) entered through its registry, index.ts, its
+// adapter folders apart from each other.
 /** Paths below provider/ a layer must not import. */
 const LAYERS = [
-  ["wire", ["client", "logic", "resource", "plugin", "automation", "cli", "conformance"]],
+  ["wire", ["backends", "client", "logic", "resource", "plugin", "automation", "cli", "conformance"]],
+  // The shared state backends sit below the client: the provider processes' rate budget and run fence are theirs.
+  ["backends", ["client", "logic", "resource", "plugin", "automation", "cli", "conformance"]],
   ["client", ["logic", "resource", "plugin", "automation", "cli", "conformance"]],
   ["logic", ["resource", "plugin", "automation", "cli", "conformance"]],
   ["resource", ["plugin", "automation", "cli", "conformance"]],
   ["plugin", ["automation", "cli", "conformance"]],
   ["automation", ["plugin", "cli", "conformance"]],
   // The conformance kit speaks the wire over HTTP itself: it stands beside the client, on the wire only.
-  ["conformance", ["client", "logic", "resource", "plugin", "automation", "cli"]],
+  ["conformance", ["backends", "client", "logic", "resource", "plugin", "automation", "cli"]],
 ];
 /** Folders of provider/automation/ a folder must not import (the ones below it in the table in its README). */
 const AUTOMATION = [
+  ["telemetry", ["model", "backend", "lease", "engine", "shards", "operations", "fleet"]],
   ["model", ["backend", "lease", "engine", "shards", "operations", "fleet"]],
   ["backend", ["lease", "engine", "shards", "operations", "fleet"]],
   ["lease", ["engine", "shards", "operations", "fleet"]],
@@ -89,8 +94,29 @@ module.exports = {
       name: "client-folder-through-index",
       severity: "error",
       comment: "A client/ sub-folder's file is imported directly from outside it: go through its index.ts.",
-      from: { path: "^provider/", pathNot: "^provider/client/(shared-state|rate-budget|run-fence)/" },
-      to: { path: "^provider/client/(shared-state|rate-budget|run-fence)/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
+      from: { path: "^provider/", pathNot: "^provider/client/rate-budget/" },
+      to: { path: "^provider/client/rate-budget/[^/]+\\.ts$", pathNot: "/index\\.ts$" },
+    },
+    {
+      name: "backends-through-registry",
+      severity: "error",
+      comment: "A file of provider/backends/ is imported from outside it past its registry: go through provider/backends/index.ts.",
+      from: { path: "^provider/", pathNot: "^provider/backends/" },
+      to: { path: "^provider/backends/.+\\.ts$", pathNot: "^provider/backends/index\\.ts$" },
+    },
+    {
+      name: "backends-adapters-apart",
+      severity: "error",
+      comment: "An adapter of provider/backends/ imports another adapter's folder: what they share belongs in provider/backends/ itself.",
+      from: { path: "^provider/backends/([^/]+)/" },
+      to: { path: "^provider/backends/[^/]+/", pathNot: "^provider/backends/$1/" },
+    },
+    {
+      name: "backends-interface-below-adapters",
+      severity: "error",
+      comment: "A shared file of provider/backends/ (the interface, the run record) imports an adapter: only the registry (index.ts) knows them.",
+      from: { path: "^provider/backends/[^/]+\\.ts$", pathNot: "^provider/backends/index\\.ts$" },
+      to: { path: "^provider/backends/[^/]+/" },
     },
     {
       name: "cli-output-through-index",

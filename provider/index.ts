@@ -12,7 +12,7 @@ export type { Clock, SleepOptions } from "./clock";
 export { type ApiErrorDetails, type FailureKind, UserGroupApiError } from "./client/errors";
 export type { Pacer, PacerClock, PacerOptions, PacerState } from "./client/pacer";
 export type { RateBudget } from "./client/rate-budget";
-export type { RunFence } from "./client/run-fence";
+export type { RunFence } from "./backends";
 export type { AttemptOutcome, RetryPolicy } from "./client/retry-policy";
 export { UserGroupExistsError } from "./logic/operations";
 export { MissingCredentialsError } from "./logic/credentials";

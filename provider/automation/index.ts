@@ -95,7 +95,7 @@ export { RunLeaseLostError } from "./lease";
 export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError } from "./shards";
 
 // From the layers below.
-export { BackendTableNameError } from "../client/shared-state";
+export { BackendTableNameError } from "../backends";
 export { UserGroupApiError } from "../client/errors";
 export { BaseUrlNotAllowedError, MissingCredentialsError } from "../logic/credentials";
 export { UserGroupExistsError } from "../logic/operations";

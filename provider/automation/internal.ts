@@ -7,7 +7,7 @@ export { PREVIEW_ENGINE_ENV, PROJECT_NAME, secretValuesOf, selectStack, workspac
 export { RunLeaseHeldError, type RunRecord } from "./lease";
 /** The automation layers' telemetry helpers, for the benchmark's cost of tracing off and on (bench/observability.ts). */
 export { engineRun } from "./engine";
-export { inSpan, LeaseWait } from "./lease";
+export { inSpan, LeaseWait } from "./telemetry";
 export { assertDeletionsAllowed, CONTROLS, groupsFileJsonSchema, nameOfUrn } from "./model";
 /** @internal a zod schema: left out of the declarations. */
 export { groupsDocumentSchema } from "./model";

@@ -26,7 +26,7 @@ import { formatIssues, WORDED_ISSUES } from "../wire/issues";
 import { UserGroupApiError } from "./errors";
 import { Pacer } from "./pacer";
 import type { RateBudget } from "./rate-budget";
-import type { RunFence } from "./run-fence";
+import type { RunFence } from "../backends";
 import { headerValue, isSuccess, networkCode, parseJson, tokenOf, wasSent, withAmbiguity } from "./http-answers";
 import { HttpTelemetry } from "./http-telemetry";
 import { Redactor } from "./redact";

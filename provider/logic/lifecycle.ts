@@ -6,7 +6,7 @@ import { type Span, SpanStatusCode } from "@opentelemetry/api";
 import { saveCompileCache } from "../compile-cache";
 import type { UserGroupsClient } from "../client/http-client";
 import { rateBudgetFromEnv } from "../client/rate-budget";
-import { runFenceFromEnv } from "../client/run-fence";
+import { runFenceFromEnv } from "../backends";
 import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";
@@ -226,7 +226,7 @@ export class UserGroupLifecycle {
         log,
         // The key's budget, shared with every process that uses it (client/rate-budget-stores.ts).
         rateBudget: rateBudgetFromEnv(this.surroundings.env, baseUrl, apiKey, log),
-        // The run's fence: once another run holds the stack, this process sends nothing more (client/run-fence).
+        // The run's fence: once another run holds the stack, this process sends nothing more (backends/postgres/run-fence.ts).
         runFence: runFenceFromEnv(this.surroundings.env),
       });
       this.clients.set(cacheKey, client);

@@ -73,22 +73,22 @@ export const ERROR_CODES = {
   delete_all_refused: { meaning: "an up or recover would delete every group of the stack; pass --allow-delete-all (allowDeleteAll) if that is meant", thrownBy: "automation/model DeletionRefusedError", exit: 2 },
   too_many_deletes: { meaning: "an up, recover or destroy would delete more groups than --max-deletes (maxDeletes) allows; nothing was deleted", thrownBy: "automation/model DeletionRefusedError", exit: 2 },
   invalid_option: { meaning: "an option of the library out of range (maxDeletes not a whole number of 0 or more)", thrownBy: "automation/model validDeleteGuard" },
-  invalid_stack_name: { meaning: "a stack name other than letters, digits, -, _ and . (at most 100), optionally org/stack or org/project/stack", thrownBy: "automation/model InvalidStackNameError", exit: 1 },
+  invalid_stack_name: { meaning: "a stack name other than letters, digits, -, _ and . (at most 100), optionally org/stack or org/project/stack", thrownBy: "backends InvalidStackNameError", exit: 1 },
   invalid_resource_name: { meaning: "a resource name that is not <profile>.<userGroupId> (a state this version did not write)", thrownBy: "automation/model ResourceNameError", exit: 1 },
 
   // ---- provider/automation/backend ----
   stack_locked: { meaning: "another run holds the stack's lock (or was rewriting its state while it was read: a file backend's torn checkpoint read, retried ~3 s first); try again when it has finished (gitops.md, stuck locks)", thrownBy: "automation/backend StackLockedError (a torn read: automation/engine tornStateError)", exit: 1 },
   stack_lock_timeout: { meaning: "the stack stayed locked by another run for the whole lock timeout; if that run is gone, `recover` clears it", thrownBy: "automation/backend StackLockTimeoutError", exit: 1 },
-  stack_lock_live: { meaning: "the stack's lock is held by a run that is alive, or on another host where it cannot be checked; delete the lock only if that run is really gone", thrownBy: "automation/backend LiveLockError", exit: 1 },
+  stack_lock_live: { meaning: "the stack's lock is held by a run that is alive, or on another host where it cannot be checked; delete the lock only if that run is really gone", thrownBy: "backends/file LiveLockError", exit: 1 },
   file_refused: { meaning: "a file that is not a plain regular file of ours (a link, a device, missing, too large): refused", thrownBy: "automation/backend FileRefusedError", exit: 1 },
 
   // ---- provider/automation/lease ----
   run_lease_held: { meaning: "another live run holds the stack's run lease; try again when it has finished", thrownBy: "automation/lease RunLeaseHeldError", exit: 1 },
   run_lease_lost: { meaning: "the run lease was lost while this run held it (backend connection broke, not renewed in time); the run stopped, ask again", thrownBy: "automation/lease RunLeaseLostError", exit: 1 },
-  run_lease_unreachable: { meaning: "the PostgreSQL backend that holds the run lease cannot be reached, or the lease's connection was cut twice in a row (reset, restart, timeout); ask again; if it lasts, check the backend URL and that it is up", thrownBy: "automation/lease LeaseUnreachableError (postgres-store)", exit: 1 },
+  run_lease_unreachable: { meaning: "the PostgreSQL backend that holds the run lease cannot be reached, or the lease's connection was cut twice in a row (reset, restart, timeout); ask again; if it lasts, check the backend URL and that it is up", thrownBy: "backends/postgres LeaseUnreachableError (lease-store)", exit: 1 },
   run_lease_fence: {
     meaning: "the run fence (a trigger on Pulumi's table) cannot be installed in the PostgreSQL backend: the backend's role must own that table",
-    thrownBy: "automation/lease LeaseFenceError",
+    thrownBy: "backends/postgres LeaseFenceError",
     exit: 1,
   },
 
@@ -119,8 +119,8 @@ export const ERROR_CODES = {
   // ---- provider/automation/shards ----
   reserved_stack_name: { meaning: "a stack name ending in .shard-<n>, which names a stack's shards; choose another", thrownBy: "automation/shards ReservedStackNameError", exit: 1 },
   shard_name_too_long: { meaning: "the stack needs another shard but <stack>.shard-<n> would pass 100 characters; use a shorter stack name", thrownBy: "automation/shards ShardNameError", exit: 1 },
-  shard_directory_invalid: { meaning: "the shard directory in the backend is too large or not one this version wrote", thrownBy: "automation/shards ShardDirectory", exit: 1 },
-  shard_directory_locked: { meaning: "the shard directory stayed locked; remove directory.lock if no run is going on", thrownBy: "automation/shards ShardDirectory", exit: 1 },
+  shard_directory_invalid: { meaning: "the shard directory in the backend is too large or not one this version wrote", thrownBy: "automation/shards ShardDirectory (backends/file directory-store)", exit: 1 },
+  shard_directory_locked: { meaning: "the shard directory stayed locked; remove directory.lock if no run is going on", thrownBy: "automation/shards ShardDirectory (backends/file directory-store)", exit: 1 },
 
   // ---- provider/automation/fleet ----
   fleet_stack: { meaning: "`up`/`destroy` by the CLI of a stack a UserGroupFleet manages, without `--force`", thrownBy: "automation/fleet FleetStackError", exit: 2 },
@@ -128,7 +128,7 @@ export const ERROR_CODES = {
   fleet_group_failed: { meaning: "one group of a UserGroupFleet batch failed; the message names it and why", thrownBy: "automation/fleet FleetGroupError" },
   fleet_ensure_failed: { meaning: "some groups of UserGroupFleet.ensure failed; the message lists each", thrownBy: "automation/fleet FleetEnsureError" },
 
-  // ---- provider/client (and client/shared-state, client/rate-budget) ----
+  // ---- provider/client (and client/rate-budget; provider/backends) ----
   http: { meaning: "the service answered with a failure and no error code (or, with a code, see that code)", thrownBy: "client UserGroupApiError (kind http)" },
   network: { meaning: "no answer from the service and no system code (with one, the code is the system's: ECONNREFUSED, ...)", thrownBy: "client UserGroupApiError (kind network)" },
   invalid_response: { meaning: "an answer the client cannot read (not the expected JSON)", thrownBy: "client UserGroupApiError (kind invalid_response)" },
@@ -137,19 +137,19 @@ export const ERROR_CODES = {
   invalid_tuning: { meaning: "a USER_GROUPS_* timeout or retry variable that is not a positive whole number", thrownBy: "client InvalidTuningError" },
   invalid_rate_limit: { meaning: "USER_GROUPS_RATE_LIMIT is not REQUESTS/SECONDS (e.g. 180/60) or off", thrownBy: "client/rate-budget InvalidRateLimitError" },
   invalid_rate_budget_store: { meaning: "the rate budget store is not a postgres:// URL or a file:// URL of an absolute directory", thrownBy: "client/rate-budget InvalidRateBudgetStoreError" },
-  rate_budget_dir: { meaning: "the rate budget's directory is not absolute, not a directory or another user's (or a budget's name is malformed): refused", thrownBy: "client/rate-budget RateBudgetDirError" },
-  rate_budget_locked: { meaning: "the rate budget's ledger file stayed locked by a live holder", thrownBy: "client/rate-budget file-store" },
-  rate_budget_unreachable: { meaning: "the PostgreSQL table of the rate budget cannot be used, or its connection was cut (the process then paces itself alone)", thrownBy: "client/rate-budget postgres-store" },
+  rate_budget_dir: { meaning: "the rate budget's directory is not absolute, not a directory or another user's (or a budget's name is malformed): refused", thrownBy: "backends/file RateBudgetDirError" },
+  rate_budget_locked: { meaning: "the rate budget's ledger file stayed locked by a live holder", thrownBy: "backends/file slot-store" },
+  rate_budget_unreachable: { meaning: "the PostgreSQL table of the rate budget cannot be used, or its connection was cut (the process then paces itself alone)", thrownBy: "backends/postgres slot-store" },
   run_fenced: {
     meaning: "a provider process's request was not sent: its run's lease has a newer holder (or expires within 3 s, or could not be confirmed); ask again",
-    thrownBy: "client/run-fence RunFencedError",
+    thrownBy: "backends RunFencedError",
   },
-  invalid_run_fence: { meaning: "USER_GROUPS_RUN_FENCE* in a provider process's environment do not name a lease, a postgres:// URL and a table", thrownBy: "client/run-fence runFenceFromEnv" },
-  backend_table_untrusted: { meaning: "a table of ours in the backend's database was made or changed by another role (its owner, a trigger, a rule, its columns): refused, naming the table; drop it and let the next run make it", thrownBy: "client/shared-state BackendTableUntrustedError", exit: 1 },
+  invalid_run_fence: { meaning: "USER_GROUPS_RUN_FENCE* in a provider process's environment do not name a lease, a postgres:// URL and a table", thrownBy: "backends/postgres runFenceFromEnv" },
+  backend_table_untrusted: { meaning: "a table of ours in the backend's database was made or changed by another role (its owner, a trigger, a rule, its columns): refused, naming the table; drop it and let the next run make it", thrownBy: "backends/postgres BackendTableUntrustedError", exit: 1 },
   shard_directory_conflict: { meaning: "the shard directory and the shards' states disagree in a way a run cannot repair (a group two shards hold, or one that kept moving): nothing was changed; ask again, then look at the shards", thrownBy: "automation/shards, automation/fleet", exit: 1 },
   node_too_old: { meaning: "the Node.js that runs the program, the dynamic provider or the plugin is older than 22: put Node.js 22 or later first on the PATH", thrownBy: "provider NodeTooOldError (node-version.ts)" },
   reserved_value: { meaning: "a UserGroup argument holds a value Pulumi gives meaning to (an unknown-value marker, the secret or asset signature key): refused where it is declared, or once an output's value is known, or by the provider where the engine never sends one (nothing sent); the path is named", thrownBy: "resource ReservedInputError; logic ReservedValueError" },
-  backend_table_name: { meaning: "the backend URL's table (or the rate budget's) is not a plain SQL name: refused", thrownBy: "client/shared-state BackendTableNameError", exit: 1 },
+  backend_table_name: { meaning: "the backend URL's table (or the rate budget's) is not a plain SQL name: refused", thrownBy: "backends/postgres BackendTableNameError", exit: 1 },
 
   // ---- provider/logic ----
   missing_credentials: { meaning: "no base URL or API key for a profile the groups use", thrownBy: "logic MissingCredentialsError", exit: 1 },

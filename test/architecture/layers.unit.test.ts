@@ -74,6 +74,13 @@ describe("layers", () => {
       // an OpenTelemetry SDK package outside the CLI's setup module
       "provider/client/otel.ts": 'import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";\nexport const otel = BasicTracerProvider;\n',
       "provider/cli/telemetry-setup.ts": 'export const setup = () => import("@opentelemetry/sdk-metrics");\n',
+      // the backends: one reaching up into the client, an adapter into another's folder, the interface into an
+      // adapter, and the client past the registry
+      "provider/backends/up.ts": 'import { a } from "../client/a";\nexport const up = a;\n',
+      "provider/backends/postgres/session.ts": "export const session = 1;\n",
+      "provider/backends/file/store.ts": 'import { session } from "../postgres/session";\nexport const store = session;\n',
+      "provider/backends/backend.ts": 'import { store } from "./file/store";\nexport const backend = store;\n',
+      "provider/client/fence.ts": 'import { session } from "../backends/postgres/session";\nexport const fence = session;\n',
       // the testing entry reaching past the public entries; the product importing the testing entry
       "testing/stack.ts": 'import { internal } from "../provider/automation/engine/open-stack";\nexport const stack = internal;\n',
       "fake-server/journal.ts": 'import { stack } from "../testing/stack";\nexport const journal = stack;\n',
@@ -88,6 +95,10 @@ describe("layers", () => {
     expect(violations.filter((v) => v.rule.name === "otel-sdk-only-in-setup").map((v) => v.from)).toEqual(["provider/client/otel.ts"]);
     for (const rule of [
       "layer-wire",
+      "layer-backends",
+      "backends-through-registry",
+      "backends-adapters-apart",
+      "backends-interface-below-adapters",
       "no-cycles",
       "automation-model",
       "automation-folder-through-index",

@@ -19,7 +19,7 @@ const SKIP = new Set(["node_modules", "dist", "build", ".git", ".demo", ".work",
  * directory moves into its backend's folder). An entry must still break the rule: once it is mended,
  * it has to leave this list, so the list only shrinks.
  */
-const SPLIT_ELSEWHERE: ReadonlySet<string> = new Set(["provider/automation/shards/directory.ts"]);
+const SPLIT_ELSEWHERE: ReadonlySet<string> = new Set<string>([]);
 /**
  * Folders over the file limit that other work reshapes, the same way (none now: automation/engine was, until its
  * state/ and pulumi-cli/ sub-folders). Kept for the next such split: an entry must still break the rule, so the list only shrinks.

@@ -10,10 +10,12 @@
 // statement once more itself, so that one cut costs a retry, not a caller's error.
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresLeaseStore } from "../../provider/automation/lease/postgres-store";
-import { PostgresShardDirectory } from "../../provider/automation/shards/directory";
-import { PostgresSlotStore } from "../../provider/client/rate-budget/postgres-store";
-import { isConnectionLost, PostgresSession } from "../../provider/client/shared-state";
+import { PostgresLeaseStore } from "../../provider/backends/postgres/lease-store";
+import { leaseRules } from "../../provider/automation/lease/record";
+import { SLOT_RULES } from "../../provider/client/rate-budget/budget";
+import { PostgresShardDirectory } from "../../provider/backends/postgres/directory-store";
+import { PostgresSlotStore } from "../../provider/backends/postgres/slot-store";
+import { isConnectionLost, PostgresSession } from "../../provider/backends/postgres";
 import { UserGroupsError } from "../../provider/wire/errors";
 import { isRetryableError } from "../../testkit/jepsen/retryable";
 import { startToxiproxy, type Toxiproxy } from "../../testkit/jepsen/toxiproxy";
@@ -113,7 +115,7 @@ describe("a PostgreSQL session cut under a statement", () => {
   });
 
   it("the run lease: a cut under acquire is tried once more by itself; a cut lease session keeps a lease that is still ours", async () => {
-    const store = new PostgresLeaseStore(url, "user-groups", "cut");
+    const store = new PostgresLeaseStore(url, "user-groups", "cut", { rules: leaseRules() });
     const me = (runId: string) => ({ runId, host: "pod-a", pid: process.pid, startedAt: Date.now(), renewedAt: Date.now() });
     try {
       // Make the tables and the row, then hold the row so that the next acquire waits in its statement.
@@ -151,9 +153,9 @@ describe("a PostgreSQL session cut under a statement", () => {
 
   it("the shard directory and the rate budget: a cut statement is their own coded error; the next call works", async () => {
     const directory = new PostgresShardDirectory(url, "user-groups", "cut-dir");
-    const budget = new PostgresSlotStore(url);
+    const budget = new PostgresSlotStore(url, undefined, SLOT_RULES);
     try {
-      await directory.assign(["default.a"], 10);
+      await directory.assign(() => new Map([["default.a", 0]]));
       await budget.book("cut-budget", 10);
       await admin.query("BEGIN");
       await admin.query("LOCK TABLE user_groups_shard_members, user_groups_rate_budget IN ACCESS EXCLUSIVE MODE");
@@ -186,13 +188,13 @@ describe("a PostgreSQL session cut under a statement", () => {
     });
 
     it("reset_peer: the run lease's statements fail coded and retryable while it lasts, and serve again once healed", async () => {
-      const store = new PostgresLeaseStore(proxied, "user-groups", "cut-proxy");
+      const store = new PostgresLeaseStore(proxied, "user-groups", "cut-proxy", { rules: leaseRules() });
       const directory = new PostgresShardDirectory(proxied, "user-groups", "cut-proxy");
       try {
         const outcome = await store.tryAcquire({ runId: "run-p", host: "pod-a", pid: process.pid, startedAt: Date.now(), renewedAt: Date.now() });
         expect(outcome.acquired).toBe(true);
         const record = (outcome as { record: Parameters<PostgresLeaseStore["release"]>[0] }).record;
-        await directory.assign(["default.p"], 10);
+        await directory.assign(() => new Map([["default.p", 0]]));
         await toxiproxy.partition("cut", "reset");
         const renewal = await store.write({ ...record, renewedAt: Date.now() }).then(() => undefined, (e: unknown) => e);
         expectCoded(renewal, "run_lease_unreachable", /run lease/);

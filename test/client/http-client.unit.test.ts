@@ -7,7 +7,7 @@ import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupApiError } from "../../provider/client/errors";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { clockWith } from "../../provider/clock";
-import { RunFencedError } from "../../provider/client/run-fence";
+import { RunFencedError } from "../../provider/backends";
 
 const KEY = "client-test-key-customer-0001";
 const RO_KEY = "client-test-key-readonly-0002";

@@ -10,10 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "pg";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupFleet } from "../../provider/automation";
-import { PostgresLeaseStore } from "../../provider/automation/lease/postgres-store";
-import { PostgresShardDirectory } from "../../provider/automation/shards/directory";
-import { PostgresSlotStore } from "../../provider/client/rate-budget/postgres-store";
-import { BackendTableUntrustedError, verifyOwnTables } from "../../provider/client/shared-state";
+import { PostgresLeaseStore } from "../../provider/backends/postgres/lease-store";
+import { leaseRules } from "../../provider/automation/lease/record";
+import { SLOT_RULES } from "../../provider/client/rate-budget/budget";
+import { PostgresShardDirectory } from "../../provider/backends/postgres/directory-store";
+import { PostgresSlotStore } from "../../provider/backends/postgres/slot-store";
+import { BackendTableUntrustedError, verifyOwnTables } from "../../provider/backends/postgres";
 import { startPostgres, type PostgresServer } from "../../testkit/postgres";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 
@@ -87,7 +89,7 @@ describe("tables another role planted are refused before use", () => {
     await fleet.query("CREATE TABLE pulumi_state (key TEXT PRIMARY KEY, data JSONB)");
     await fleet.query("INSERT INTO pulumi_state VALUES ('secret-key', '{}')");
 
-    const store = new PostgresSlotStore(db.fleetUrl);
+    const store = new PostgresSlotStore(db.fleetUrl, undefined, SLOT_RULES);
     try {
       const refusal = await store.book("budget-1", 100).then(() => undefined, (error: unknown) => error);
       expect(refusal).toBeInstanceOf(BackendTableUntrustedError);
@@ -114,7 +116,7 @@ describe("tables another role planted are refused before use", () => {
     const directory = new PostgresShardDirectory(db.fleetUrl, "user-groups", "planted");
     try {
       await expect(directory.read()).rejects.toMatchObject({ code: "backend_table_untrusted", table: "user_groups_shard_members" });
-      await expect(directory.assign(["default.x"], 10)).rejects.toMatchObject({ code: "backend_table_untrusted" });
+      await expect(directory.assign(() => new Map([["default.x", 0]]))).rejects.toMatchObject({ code: "backend_table_untrusted" });
     } finally {
       await directory.close();
     }
@@ -162,7 +164,7 @@ describe("tables another role planted are refused before use", () => {
     };
     await mallory.query("INSERT INTO user_groups_run_records (stack_key, record) VALUES ($1, $2)", ["user-groups/attacked", JSON.stringify(planted)]);
 
-    const lease = new PostgresLeaseStore(db2.fleetUrl, "user-groups", "attacked");
+    const lease = new PostgresLeaseStore(db2.fleetUrl, "user-groups", "attacked", { rules: leaseRules() });
     try {
       const refusal = await lease.tryAcquire({ runId: "r", host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() }).then(() => undefined, (error: unknown) => error);
       expect(refusal).toMatchObject({ code: "backend_table_untrusted", table: "user_groups_run_records" });
@@ -195,7 +197,7 @@ describe("tables another role planted are refused before use", () => {
     await mallory.query("GRANT ALL ON user_groups_run_lease_waiters TO PUBLIC");
     await mallory.query("CREATE FUNCTION queued() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO marker VALUES (current_user); RETURN NEW; END $$");
     await mallory.query("CREATE TRIGGER queued BEFORE INSERT OR UPDATE ON user_groups_run_lease_waiters FOR EACH ROW EXECUTE FUNCTION queued()");
-    const lease = new PostgresLeaseStore(db.fleetUrl, "user-groups", "queued");
+    const lease = new PostgresLeaseStore(db.fleetUrl, "user-groups", "queued", { rules: leaseRules() });
     try {
       const refusal = await lease.tryAcquire({ runId: "r", host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() }).then(() => undefined, (error: unknown) => error);
       expect(refusal).toBeInstanceOf(BackendTableUntrustedError);
@@ -207,7 +209,7 @@ describe("tables another role planted are refused before use", () => {
     expect((await mallory.query("SELECT * FROM marker")).rows).toEqual([]);
     // Our own waiters table, made by the lease itself in a fresh database, passes: the lease is taken.
     const clean = await freshDatabase();
-    const ours = new PostgresLeaseStore(clean.fleetUrl, "user-groups", "queued");
+    const ours = new PostgresLeaseStore(clean.fleetUrl, "user-groups", "queued", { rules: leaseRules() });
     try {
       expect((await ours.tryAcquire({ runId: "r", host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() })).acquired).toBe(true);
     } finally {

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { clockWith, systemClock } from "../../provider/clock";
-import { FileSlotStore, LOCK_STALE_MS } from "../../provider/client/rate-budget/file-store";
-import { PostgresSlotStore } from "../../provider/client/rate-budget/postgres-store";
+import { FileSlotStore, LOCK_STALE_MS } from "../../provider/backends/file/slot-store";
+import { PostgresSlotStore } from "../../provider/backends/postgres/slot-store";
 import { rateBudgetFromEnv, slotStoreFor } from "../../provider/client/rate-budget/stores";
 import {
   bookSlot,
@@ -24,10 +24,11 @@ import {
   parseRateLimit,
   type RateBudget,
   type SlotStore,
+  SLOT_RULES,
   slotIntervalMs,
 } from "../../provider/client/rate-budget/budget";
-import { rateBudgetEnv } from "../../provider/automation/backend/rate-budget-env";
-import { createTablesIfMissing } from "../../provider/client/shared-state/tables";
+import { rateBudgetEnv } from "../../provider/backends";
+import { createTablesIfMissing } from "../../provider/backends/postgres/tables";
 import { type PostgresServer, startPostgres } from "../../testkit/postgres";
 import { fakeClock } from "../support/fake-clock";
 import { waitFor } from "../support/wait-for";
@@ -234,7 +235,7 @@ describe("FileSlotStore", () => {
     const id = budgetIdOf("http://127.0.0.1:1", KEY);
     // The clock stands still, so each booking's wait is its slot: 30 bookings at once must get 30 distinct slots 20 ms apart.
     const frozen = Date.now();
-    const stores = [0, 1, 2].map(() => new FileSlotStore(ledgerDir, { clock: clockWith({ now: () => frozen }) }));
+    const stores = [0, 1, 2].map(() => new FileSlotStore(ledgerDir, { rules: SLOT_RULES, clock: clockWith({ now: () => frozen }) }));
     const waits: number[] = [];
     await Promise.all(stores.flatMap((store) => Array.from({ length: 10 }, () => store.book(id, 20).then((wait) => waits.push(wait)))));
     expect(waits.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i * 20));
@@ -248,12 +249,12 @@ describe("FileSlotStore", () => {
 
   it("a damaged or far-future ledger starts again from now; a looser directory is made private again", async () => {
     const ledgerDir = path.join(dir, "damaged");
-    const store = new FileSlotStore(ledgerDir);
+    const store = new FileSlotStore(ledgerDir, { rules: SLOT_RULES });
     const id = "d".repeat(48);
     await store.book(id, 10);
     chmodSync(ledgerDir, 0o777);
     writeFileSync(path.join(ledgerDir, `${id}.json`), JSON.stringify({ version: 1, nextFree: Date.now() + 1e12 }));
-    expect(await new FileSlotStore(ledgerDir).book(id, 10)).toBe(0);
+    expect(await new FileSlotStore(ledgerDir, { rules: SLOT_RULES }).book(id, 10)).toBe(0);
     expect(statSync(ledgerDir).mode & 0o777).toBe(0o700);
     writeFileSync(path.join(ledgerDir, `${id}.json`), "{not json");
     expect(await store.book(id, 10)).toBe(0);
@@ -262,7 +263,7 @@ describe("FileSlotStore", () => {
   it("a SIGKILLed lock holder does not stall the others: its dead pid frees the lock at once; a live one is waited for", async () => {
     const ledgerDir = path.join(dir, "killed");
     const id = "e".repeat(48);
-    await new FileSlotStore(ledgerDir).book(id, 10);
+    await new FileSlotStore(ledgerDir, { rules: SLOT_RULES }).book(id, 10);
     const lock = path.join(ledgerDir, `${id}.lock`);
     // A process that takes the ledger's lock (as a booking does) and then hangs holding it.
     const holder = spawn(
@@ -285,7 +286,7 @@ describe("FileSlotStore", () => {
       if (++waits === 5) waitedFiveTimes();
       await systemClock.sleep(ms);
     } });
-    const store = new FileSlotStore(ledgerDir, { clock });
+    const store = new FileSlotStore(ledgerDir, { rules: SLOT_RULES, clock });
     let booked = false;
     const booking = store.book(id, 10).then((wait) => {
       booked = true;
@@ -302,10 +303,10 @@ describe("FileSlotStore", () => {
   it("another host's lock is broken only once it is older than any live holder keeps one", async () => {
     const ledgerDir = path.join(dir, "other-host");
     const id = "f".repeat(48);
-    await new FileSlotStore(ledgerDir).book(id, 10);
+    await new FileSlotStore(ledgerDir, { rules: SLOT_RULES }).book(id, 10);
     const time = fakeTime(Date.now());
     writeFileSync(path.join(ledgerDir, `${id}.lock`), JSON.stringify({ host: `not-${hostname()}`, pid: process.pid, token: "elsewhere", at: time.now() }));
-    const store = new FileSlotStore(ledgerDir, { clock: time });
+    const store = new FileSlotStore(ledgerDir, { rules: SLOT_RULES, clock: time });
     const started = time.now();
     await store.book(id, 10);
     expect(time.now() - started).toBeGreaterThan(LOCK_STALE_MS);
@@ -314,12 +315,12 @@ describe("FileSlotStore", () => {
   it("a lock or ledger name planted as a symlink is not followed", async () => {
     const ledgerDir = path.join(dir, "planted");
     const id = "0".repeat(48);
-    await new FileSlotStore(ledgerDir).book(id, 10);
+    await new FileSlotStore(ledgerDir, { rules: SLOT_RULES }).book(id, 10);
     const target = path.join(dir, "victim.txt");
     writeFileSync(target, "precious\n");
     rmSync(path.join(ledgerDir, `${id}.json`));
     symlinkSync(target, path.join(ledgerDir, `${id}.json`));
-    await new FileSlotStore(ledgerDir).book(id, 10);
+    await new FileSlotStore(ledgerDir, { rules: SLOT_RULES }).book(id, 10);
     expect(readFileSync(target, "utf8")).toBe("precious\n");
   });
 });
@@ -363,7 +364,7 @@ describe("clients sharing one key against the fake server's limit (10 per 4 s)",
 
   it("through a file ledger: together within the limit, with few 429s", async () => {
     const ledgerDir = path.join(dir, "ledger");
-    const result = await twoClientsSharingOneKey(() => new FileSlotStore(ledgerDir), 12);
+    const result = await twoClientsSharingOneKey(() => new FileSlotStore(ledgerDir, { rules: SLOT_RULES }), 12);
     expect(result.failed).toBe(0);
     expect(result.sent - result.limited).toBe(24);
     expect(result.limited).toBeLessThanOrEqual(2);
@@ -372,7 +373,7 @@ describe("clients sharing one key against the fake server's limit (10 per 4 s)",
 
   it("through PostgreSQL: together within the limit, with few 429s, and the table never holds the key", async () => {
     const connection = postgres.backendUrl;
-    const result = await twoClientsSharingOneKey(() => new PostgresSlotStore(connection), 12);
+    const result = await twoClientsSharingOneKey(() => new PostgresSlotStore(connection, undefined, SLOT_RULES), 12);
     expect(result.failed).toBe(0);
     expect(result.sent - result.limited).toBe(24);
     expect(result.limited).toBeLessThanOrEqual(2);
@@ -415,7 +416,7 @@ describe("clients sharing one key against the fake server's limit (10 per 4 s)",
   });
 
   it("PostgreSQL: a 429's hold reaches every sharer, and a row absurdly far ahead (a damaged table) is started again", async () => {
-    const [a, b] = [new PostgresSlotStore(postgres.backendUrl), new PostgresSlotStore(postgres.backendUrl)];
+    const [a, b] = [new PostgresSlotStore(postgres.backendUrl, undefined, SLOT_RULES), new PostgresSlotStore(postgres.backendUrl, undefined, SLOT_RULES)];
     const id = "1".repeat(48);
     try {
       expect(await a.book(id, 100)).toBe(0);

@@ -9,7 +9,7 @@ import * as automation from "../../provider/automation";
 import { UsageError } from "../../provider/cli/args";
 import { InvalidTuningError } from "../../provider/client/tuning";
 import { InvalidRateLimitError } from "../../provider/client/rate-budget/budget";
-import { RateBudgetDirError } from "../../provider/client/rate-budget/file-store";
+import { RateBudgetDirError } from "../../provider/backends/file/slot-store";
 import { InvalidRateBudgetStoreError } from "../../provider/client/rate-budget/stores";
 import { InsecureTransportError } from "../../provider/client/transport";
 import * as entry from "../../provider";

@@ -1,12 +1,24 @@
-// backend/: a Pulumi backend as files and locks. Its URL and credentials, where a
-// file backend keeps things, Pulumi's own stack locks (waiting for one, telling a
-// dead holder's), torn checkpoint sidecars, files read and written safely, and
-// where a run's providers share the rate budget.
-export { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "./backend-url";
-export { fileBackendDir } from "./file-backend";
+// backend/: a Pulumi backend as the engine sees it: which one `pulumi login`
+// chose, waiting for a stack's lock, files read and written safely. What a
+// backend stores of ours and of Pulumi's locks is its adapter's
+// (provider/backends/), re-exported here for the folders above.
+export {
+  backendUrlSecrets,
+  engineBackendEnv,
+  fileBackendDir,
+  LiveLockError,
+  type LockHolder,
+  lockHolderStatus,
+  type LockHolderStatus,
+  pulumiProcessAlive,
+  rateBudgetEnv,
+  readLockHolders,
+  removeLingeringTornSidecars,
+  removeStaleLocks,
+  repairTornWrites,
+  withApplicationName,
+  withoutCredentials,
+} from "../../backends";
 export { type BackendAudience, backendNotice, loggedInBackend, pulumiHome } from "./login-backend";
 export { isStackLocked, type LockWaitOptions, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";
-export { LiveLockError, type LockHolder, lockHolderStatus, type LockHolderStatus, pulumiProcessAlive, readLockHolders, removeStaleLocks } from "./pulumi-locks";
-export { rateBudgetEnv } from "./rate-budget-env";
 export { FileRefusedError, pathTaken, readRegularFile, readRegularFileIfPresent, type RegularFileProblem, writeFileReplacing } from "./regular-file";
-export { removeLingeringTornSidecars, repairTornWrites } from "./torn-sidecars";

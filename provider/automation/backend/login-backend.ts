@@ -7,7 +7,7 @@
 // `.pulumi` in the user's home directory).
 import os from "node:os";
 import path from "node:path";
-import { withoutCredentials } from "./backend-url";
+import { withoutCredentials } from "../../backends";
 import { readRegularFileIfPresent } from "./regular-file";
 
 /** credentials.json is small; anything larger is not Pulumi's. */

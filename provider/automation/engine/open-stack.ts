@@ -13,7 +13,8 @@ import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspac
 import { compileCacheEnv } from "../../compile-cache-dir";
 import { UserGroupsError } from "../../wire/errors";
 import { programFor } from "./program";
-import { inSpan, LeaseWait, RunLeaseHeldError } from "../lease";
+import { RunLeaseHeldError } from "../lease";
+import { inSpan, LeaseWait } from "../telemetry";
 import { exportState, isTornRead, tornStateError } from "./state";
 import { systemClock } from "../../clock";
 

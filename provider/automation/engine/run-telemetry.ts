@@ -2,7 +2,7 @@
 // active one while the engine command runs, so that the TRACEPARENT handed to the
 // engine (engine trace options) names it as the parent of the engine's own spans and
 // of its providers'. Stack (or shard) name and operation only, never a config value.
-import { automationInstruments, errorTypeOf, inSpan } from "../lease";
+import { automationInstruments, errorTypeOf, inSpan } from "../telemetry";
 
 export type EngineOperation = "up" | "preview" | "refresh" | "destroy" | "import";
 

@@ -29,7 +29,7 @@ import { fileBackendDir, repairTornWrites } from "../backend";
 import { PROJECT_NAME } from "./workspace";
 import { assertStateIsData, exportState } from "./state";
 import { type Clock, systemClock } from "../../clock";
-import { automationInstruments, inSpan, setSpanAttributes } from "../lease";
+import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
 import { engineRun } from "./run-telemetry";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */

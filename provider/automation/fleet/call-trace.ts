@@ -2,7 +2,7 @@
 // traced"): its span from the call to its answer, and the batch span that runs
 // it (parented by the batch's first call, linked with every other).
 import { type Context, context, type Link, type Span, trace } from "@opentelemetry/api";
-import { automationInstruments, automationTracer, failSpan, inSpan, setSpanAttributes } from "../lease";
+import { automationInstruments, automationTracer, failSpan, inSpan, setSpanAttributes } from "../telemetry";
 import type { Request } from "./requests";
 
 /**

@@ -4,7 +4,8 @@
 // request of a batch goes to.
 import { type SelectedStack, selectStack, PROJECT_NAME } from "../engine";
 import { openShards, shardStackName, type OpenedShard, type ShardedStack } from "../shards";
-import { inSpan, type LeaseStore, leaseStoreFor, setSpanAttributes } from "../lease";
+import { type LeaseStore, leaseStoreFor } from "../lease";
+import { inSpan, setSpanAttributes } from "../telemetry";
 import { backendNotice } from "../backend";
 import type { RunOptions } from "../model";
 import type { Request } from "./requests";

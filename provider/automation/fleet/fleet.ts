@@ -10,7 +10,7 @@ import { systemClock } from "../../clock";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupResult, type RunOptions } from "../model";
 import { readStateWithSecrets, runError } from "../engine";
 import { eachLimited, recordUnlisted, shardConcurrency, type ShardedStack } from "../shards";
-import { inSpan, setSpanAttributes } from "../lease";
+import { inSpan, setSpanAttributes } from "../telemetry";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { FleetClosedError, FleetEnsureError } from "./errors";
 import { type Waiter, type Request, resultOf, specOf, takeBatch } from "./requests";

@@ -1,96 +1,23 @@
-// The run record beside the lease and the rules that read it: who holds the
-// stack, which dead runs left work behind, whether a Pulumi lock's holder is
-// provably gone; the lease errors and what a lease store must do.
-import type { PulumiLock } from "../model";
+// The rules that read the run record beside the lease (its format is the
+// backends': backends/run-record.ts): who holds the stack, which dead runs left
+// work behind, whether a Pulumi lock's holder is provably gone; the lease errors;
+// the rules handed to every lease store (leaseRules).
 import { hostname } from "node:os";
-import { z } from "zod";
-import { processAlive } from "../../client/shared-state";
+import { type LeaseRules, LEASE_TTL_MS, processAlive, pulumiProcessAlive, type PulumiLock, RENEW_EVERY_MS, type RunClaim, type RunRecord } from "../../backends";
 import { UserGroupsError } from "../../wire/errors";
-import { pulumiProcessAlive } from "../backend";
-import { assertValidStackName } from "../model";
 
-/** How often a holder renews its record; a file lease's record says LEASE_TTL_MS past the last renewal. */
-export const RENEW_EVERY_MS = 5_000;
-export const LEASE_TTL_MS = 20_000;
-
-/** A lease's timing: how long it lives past a renewal, how often its holder renews it. */
-export interface LeaseTiming {
-  readonly ttlMs: number;
-  readonly renewEveryMs: number;
-}
-
-export const FILE_LEASE_TIMING: LeaseTiming = { ttlMs: LEASE_TTL_MS, renewEveryMs: RENEW_EVERY_MS };
-
-const MAX_RECORD_BYTES = 16 * 1024 * 1024;
-
-/** A run of ours that held the lease: enough to recognise its Pulumi lock and its processes. */
-export interface RunClaim {
-  readonly runId: string;
-  readonly host: string;
-  readonly pid: number;
-  /** When the run took the lease (ms since the epoch, its host's clock). */
-  readonly startedAt: number;
-  /** Its last renewal (same clock). */
-  readonly renewedAt: number;
-  /**
-   * The lease's epoch (PostgreSQL leases: one more for every holder). A run with
-   * an epoch older than the current one is fenced: the backend refuses its
-   * checkpoint writes and its provider processes send nothing more.
-   */
-  readonly epoch?: number;
-}
-
-/** A group whose create a dead run left pending: to be adopted from these inputs. */
-export interface AdoptEntry {
-  readonly resourceName: string;
-  /** The inputs the dead run declared (from its pending create). */
-  readonly inputs: Record<string, unknown>;
-}
-
-/** What the backend holds beside the lease (written out so that the declarations never mention zod). */
-export interface RunRecord extends RunClaim {
-  readonly version: 1;
-  /** File leases: the lease ends then unless renewed (the holder's clock). */
-  readonly expiresAt: number;
-  /** The holder let go of it in good order. */
-  readonly released: boolean;
-  /** Dead runs whose Pulumi lock and pending operations are not dealt with yet. */
-  readonly unfinished: readonly RunClaim[];
-  readonly adopt: readonly AdoptEntry[];
-}
-
-const claimSchema = z.object({
-  runId: z.string().min(1).max(100),
-  host: z.string().max(255),
-  pid: z.number().int(),
-  startedAt: z.number(),
-  renewedAt: z.number(),
-  epoch: z.number().int().nonnegative().optional(),
-});
-
-const adoptEntrySchema = z.object({
-  resourceName: z.string().min(1).max(1024),
-  inputs: z.record(z.string(), z.unknown()),
-});
-
-const recordSchema = claimSchema.extend({
-  version: z.literal(1),
-  expiresAt: z.number(),
-  released: z.boolean(),
-  unfinished: z.array(claimSchema).max(1000),
-  adopt: z.array(adoptEntrySchema).max(100_000),
-}) satisfies z.ZodType<RunRecord>;
-
-/** A run record read from the backend: outside data, checked before it decides anything. */
-export function parseRunRecord(text: string): RunRecord | undefined {
-  if (text.length > MAX_RECORD_BYTES) return undefined;
-  try {
-    const parsed = recordSchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
+export {
+  type AdoptEntry,
+  FILE_LEASE_TIMING,
+  LEASE_TTL_MS,
+  type LeaseStore,
+  type LeaseTiming,
+  parseRunRecord,
+  RENEW_EVERY_MS,
+  type RunClaim,
+  type RunRecord,
+  stackPath,
+} from "../../backends";
 
 /** Where this process stands: its host, whether a pid of this host runs, and whether it is a pulumi process. */
 export interface Here {
@@ -189,38 +116,10 @@ export class RunLeaseHeldError extends UserGroupsError {
   }
 }
 
-/** Where a backend keeps leases, records, and Pulumi's locks. One per backend and stack. */
-export interface LeaseStore {
-  /** The lease, or who holds it. `previous` is the record of the last holder (dead or released). */
-  tryAcquire(
-    me: RunClaim,
-    options?: { readonly breakLive?: boolean },
-  ): Promise<{ readonly acquired: true; readonly record: RunRecord } | { readonly acquired: false; readonly holder?: RunRecord; readonly retryInMs?: number }>;
-  /** Rewrites the held lease's record (renewal, adopt list); false when the lease is no longer ours. */
-  write(record: RunRecord): Promise<boolean>;
-  release(record: RunRecord): Promise<void>;
-  pulumiLocks(): Promise<PulumiLock[]>;
-  removePulumiLock(lock: PulumiLock): Promise<void>;
-  close(): Promise<void>;
-  /** Told when the lease is lost behind our back (PostgreSQL: its session ended, and a new one found the lease no longer ours). */
-  onLost?: (() => void) | undefined;
-  /** How long the lease lives past a renewal, how often to renew (file stores: FILE_LEASE_TIMING). */
-  readonly timing?: LeaseTiming;
-  /**
-   * What the run's engine and provider processes get in their environment so
-   * that the backend and the service refuse them once the lease has a newer
-   * epoch (PostgreSQL); undefined where nothing can be fenced (file backends).
-   * Among them PULUMI_BACKEND_URL: the engine's backend URL (no password in it).
-   */
-  fenceEnv?(record: RunRecord): Record<string, string> | undefined;
-  /** A lost run lets go without release (PostgreSQL: its lease ends now, unreleased, so that the next holder takes its leftovers over). */
-  abandon?(): Promise<void>;
-}
-
-/** org, project and stack of a stack name as the diy backend files it (a bare name: any org, our project). */
-export function stackPath(stack: string, project: string): { org?: string; project: string; stack: string } {
-  const parts = assertValidStackName(stack).split("/");
-  if (parts.length === 3) return { org: parts[0]!, project: parts[1]!, stack: parts[2]! };
-  if (parts.length === 2) return { org: parts[0]!, project, stack: parts[1]! };
-  return { project, stack: parts[0]! };
+/** The lease's rules as a store applies them (backends/backend.ts LeaseRules): the successor record; a file lease's holder live while its pid may run. */
+export function leaseRules(here: Here = HERE): LeaseRules {
+  return {
+    successor: (previous, me, ttlMs) => successorRecord(previous, me, ttlMs),
+    holderLive: (record, now) => leaseStateOf(record, now, here) === "live",
+  };
 }

@@ -8,7 +8,7 @@
 //   every 2 s); a killed holder's lease ends at once (its lease session is
 //   gone), a paused or cut-off one's when it expires. Older epochs are fenced:
 //   the backend refuses their engine's writes, their providers send nothing.
-//   Waiters are served first come (postgres-store.ts; file-store.ts likewise).
+//   Waiters are served first come (backends/postgres/lease-store.ts; the file store likewise).
 // - file:// backends: a lease file in the backend (0700 directory, 0600 file)
 //   holding the holder's host, pid, run id and an expiry it renews. Nothing can
 //   fence a file backend's writers, so only a dead pid of this host ends it; a
@@ -22,31 +22,39 @@
 // finished by the next holder. The record is never kept in the work directory,
 // which a repository (and so a pull request) may hold.
 import { randomUUID } from "node:crypto";
+import { backendFor, type LeaseStoreOptions } from "../../backends";
 import { type Clock, systemClock } from "../../clock";
-import { StackLockedError, fileBackendDir } from "../backend";
-import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore } from "./record";
-import { FileLeaseStore } from "./file-store";
-import { PostgresLeaseStore } from "./postgres-store";
-import { currentLeaseWait, holderKind, LeaseWait } from "./telemetry";
+import { StackLockedError } from "../backend";
+import { FILE_LEASE_TIMING, type LeaseTiming, RunRecord, Here, HERE, RunLeaseLostError, RunLeaseHeldError, LeaseStore, leaseRules } from "./record";
+import { currentLeaseWait, holderKind, LeaseWait } from "../telemetry";
 
-/** The lease store of a backend, or undefined for a backend without one (S3, Azure, GCS, Pulumi Cloud). */
-export function leaseStoreFor(backendUrl: string, project: string, stack: string): LeaseStore | undefined {
-  const dir = fileBackendDir(backendUrl);
-  if (dir !== undefined) return new FileLeaseStore(dir, project, stack);
-  if (/^postgres(ql)?:\/\//i.test(backendUrl)) return new PostgresLeaseStore(backendUrl, project, stack);
-  return undefined;
+/**
+ * The lease store of a backend (its adapter's, backends/), with the lease's
+ * rules; undefined for a backend without one (S3, Azure, GCS, Pulumi Cloud).
+ * `here`: where this process stands (tests play other hosts).
+ */
+export function leaseStoreFor(
+  backendUrl: string,
+  project: string,
+  stack: string,
+  options: Omit<LeaseStoreOptions, "rules"> & { readonly here?: Here } = {},
+): LeaseStore | undefined {
+  const { here, ...rest } = options;
+  return backendFor(backendUrl)?.leaseStore(project, stack, { ...rest, rules: leaseRules(here) });
 }
 
 /** Environment variable every run's engine and providers carry: which run they belong to. */
 export const RUN_ID_ENV = "USER_GROUPS_RUN_ID";
 
 /**
- * The lease held by this run: renewed in the background (an unref'd timer);
- * `signal` aborts when it is lost, so that the run stops before another takes over.
+ * The lease held by this run: renewed in the background on the clock (every
+ * `renewEveryMs` until released or lost); `signal` aborts when it is lost, so
+ * that the run stops before another takes over.
  */
 export class RunLease {
   private record: RunRecord;
-  private readonly timer: NodeJS.Timeout;
+  /** Ends the renewals (release). */
+  private readonly stop = new AbortController();
   private readonly abort = new AbortController();
   private released = false;
   private writing: Promise<unknown> = Promise.resolve();
@@ -60,17 +68,25 @@ export class RunLease {
   ) {
     this.record = record;
     this.timing = store.timing ?? FILE_LEASE_TIMING;
-    const { ttlMs, renewEveryMs } = this.timing;
     store.onLost = () => this.lose();
-    // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
-    this.timer = setInterval(
-      () =>
-        void this.update({}).catch(() => {
-          if (this.clock.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
-        }),
-      renewEveryMs,
-    );
-    this.timer.unref();
+    void this.renewing();
+  }
+
+  /** Renews every renewEveryMs (not waiting for a slow renewal: the next one queues behind it, as `update` does). */
+  private async renewing(): Promise<void> {
+    const { ttlMs, renewEveryMs } = this.timing;
+    while (!this.released && !this.lost) {
+      try {
+        // As the old unref'd interval: a held lease alone does not keep the process alive (its holder releases in a finally).
+        await this.clock.sleep(renewEveryMs, this.stop.signal, { keepAlive: false });
+      } catch {
+        return; // released
+      }
+      // A renewal that fails (a backend hiccup) is tried again; one not renewed for nearly its lifetime is given up.
+      void this.update({}).catch(() => {
+        if (this.clock.now() - this.record.renewedAt > ttlMs - renewEveryMs) this.lose();
+      });
+    }
   }
 
   get runId(): string {
@@ -117,7 +133,7 @@ export class RunLease {
 
   async release(): Promise<void> {
     if (this.released) return;
-    clearInterval(this.timer);
+    this.stop.abort();
     await this.writing;
     this.released = true;
     this.store.onLost = undefined;
@@ -142,7 +158,7 @@ export async function acquireRunLease(store: LeaseStore, stackName: string, opti
   const here = options.here ?? HERE;
   const clock = options.clock ?? systemClock;
   const startedAt = clock.now();
-  // The wait this run is in (withLockWait's), or one of its own: its span and measurement (lease/telemetry.ts).
+  // The wait this run is in (withLockWait's), or one of its own: its span and measurement (telemetry/).
   const wait = currentLeaseWait() ?? new LeaseWait(stackName);
   const outcome = await store.tryAcquire({ runId: randomUUID(), host: here.host, pid: process.pid, startedAt, renewedAt: startedAt }, { breakLive: options.breakLive === true });
   if (!outcome.acquired) {

@@ -9,4 +9,4 @@ export { type GroupSpec, GroupsValidationError, resourceNameOf, type SpecProblem
 export { groupsDocumentSchema, groupSpecSchema } from "./groups-spec";
 export { CONTROLS, type GroupIdentity, groupOfResourceName, nameOfUrn, ResourceNameError, urnOf } from "./resource-name";
 export type { EnsuredGroup, FieldChange, GroupChange, GroupEvent, GroupResult, Operation, PendingOperation, ProvisionOptions, RunOptions, RunResult, RunSummary, TakeoverReport, PulumiLock } from "./results";
-export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
+export { assertValidStackName, InvalidStackNameError, isValidStackName } from "../../backends";

@@ -1,6 +1,7 @@
 // What callers declare and get back from a run: options, per-group results,
 // progress events, and what a takeover reports.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import type { PulumiLock } from "../../backends";
 import type { Environment } from "../../wire/schemas";
 import type { GroupSpec } from "./groups-spec";
 import type { DeleteGuardOptions } from "./delete-guard";
@@ -119,14 +120,7 @@ export interface ProvisionOptions extends RunOptions, DeleteGuardOptions {
 export type Operation = "preview" | "up" | "refresh" | "destroy";
 
 
-/** A holder of Pulumi's own stack lock, as the lock says. */
-export interface PulumiLock {
-  /** The lock's file (file backend) or key (PostgreSQL). */
-  readonly key: string;
-  readonly pid: number;
-  readonly hostname: string;
-  readonly timestamp?: string;
-}
+export type { PulumiLock } from "../../backends";
 
 export interface PendingOperation {
   /** "creating", "updating", "deleting", "reading", "importing". */

@@ -13,7 +13,7 @@ import { USER_GROUP_TYPE, UserGroup, type UserGroupArgs } from "../../resource/u
 import { type FieldChange, type GroupSpec, validateGroups, nameOfUrn, resourceNameOf, type RunOptions } from "../model";
 import { openShards, eachLimited, shardConcurrency } from "../shards";
 import { openStack, StackNotFoundError, withLockWait, assertOwnProviderCode, ChangeTracker, runFailure, engineRun, readStateWithSecrets } from "../engine";
-import { inSpan, setSpanAttributes } from "../lease";
+import { inSpan, setSpanAttributes } from "../telemetry";
 import { withoutCredentials } from "../backend";
 
 export type DriftKind =

@@ -3,7 +3,7 @@
 // groups, one run per shard (shards/), each through runShard (shards/run-shard.ts).
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, RunResult, RunOptions, ProvisionOptions, Operation } from "../model";
 import { mergeRunResults, eachShard, runPlanned } from "../shards";
-import { inSpan, setSpanAttributes } from "../lease";
+import { inSpan, setSpanAttributes } from "../telemetry";
 
 async function run(operation: Operation, options: RunOptions & DeleteGuardOptions, specs: readonly GroupSpec[]): Promise<RunResult> {
   const guard = validDeleteGuard(options);

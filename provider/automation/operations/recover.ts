@@ -19,7 +19,8 @@ import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGua
 import type { Stack } from "@pulumi/pulumi/automation";
 import { eachShard, mergeRunResults, type PlannedRun, runPlanned } from "../shards";
 import { openStack, runError, withLockWait, workspaceOf, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, engineRun, exportState, importState } from "../engine";
-import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, type RunLease, inSpan, setSpanAttributes } from "../lease";
+import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, type RunLease } from "../lease";
+import { inSpan, setSpanAttributes } from "../telemetry";
 import { LiveLockError } from "../backend";
 
 export type { PendingOperation } from "../model";

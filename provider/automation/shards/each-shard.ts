@@ -7,7 +7,7 @@ import { assertUserStackName } from "./directory";
 import { eachLimited, holdersOf, planShardDeletions, shardConcurrency, ShardedStack, type ShardPart } from "./sharded-stack";
 import type { PlannedRun } from "./run-shard";
 import { workspaceOf, exportIfExists } from "../engine";
-import { inSpan, setSpanAttributes } from "../lease";
+import { inSpan, setSpanAttributes } from "../telemetry";
 
 /** The root stack's groups (none when it does not exist yet), for a shard directory made now. */
 async function rootHeld(options: RunOptions): Promise<string[] | undefined> {

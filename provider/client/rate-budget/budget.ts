@@ -18,7 +18,10 @@
 // of the budget off for its Retry-After.
 import { scryptSync } from "node:crypto";
 import { type Clock, systemClock } from "../../clock";
+import { errorCode, type SlotRules, type SlotStore } from "../../backends";
 import { UserGroupsError } from "../../wire/errors";
+
+export type { SlotStore } from "../../backends";
 
 /** N requests per window, as the service (or `--rate-limit N/SECONDS` of the fake server) allows them per key. */
 export interface RateLimit {
@@ -68,14 +71,8 @@ export function holdSlots(nextFree: number | undefined, now: number, holdMs: num
   return Math.max(usable, until);
 }
 
-/** Where a budget's next free slot is kept. Each call is one atomic step, whoever else books at the same time. */
-export interface SlotStore {
-  /** Books the next slot of `budgetId`: how long from now (the store's clock) until it begins, in ms. */
-  book(budgetId: string, intervalMs: number): Promise<number>;
-  /** No slot of `budgetId` begins within `holdMs` from now (a 429's Retry-After). */
-  hold(budgetId: string, holdMs: number): Promise<void>;
-  close(): Promise<void>;
-}
+/** The arithmetic a slot store applies atomically (backends/backend.ts SlotRules): this file's, handed to every store. */
+export const SLOT_RULES: SlotRules = { book: bookSlot, hold: holdSlots, maxAheadMs: MAX_AHEAD_MS, maxHoldMs: MAX_HOLD_MS };
 
 /** What the client is given: its key's budget. */
 export interface RateBudget {
@@ -165,12 +162,6 @@ export class PacedRateBudget implements RateBudget {
   }
 }
 
-/** A store error's code or class, never its message (a driver's message may quote a connection string). */
-export function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === "string" && /^[\w.-]{1,40}$/.test(code)) return code;
-  return error instanceof Error ? error.name : "error";
-}
 
 /**
  * The budget's name in a store: derived from the base URL and the key with

@@ -2,5 +2,4 @@
 // through the stack's backend (a PostgreSQL table or a ledger file), or kept per
 // process.
 export { RATE_SAFETY, type RateBudget } from "./budget";
-export { DEFAULT_BUDGET_TABLE } from "./postgres-store";
 export { RATE_BUDGET_ENV, rateBudgetFromEnv } from "./stores";

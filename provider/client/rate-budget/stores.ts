@@ -1,21 +1,14 @@
 // Which rate budget a provider process uses, from its environment: the limit
 // (USER_GROUPS_RATE_LIMIT, the user's) and where the budget is shared
 // (USER_GROUPS_RATE_BUDGET and USER_GROUPS_RATE_BUDGET_TABLE, which the
-// automation layer sets from the stack's backend: automation/rate-budget-env.ts).
-import path from "node:path";
-import { FileSlotStore } from "./file-store";
-import { PostgresSlotStore } from "./postgres-store";
-import { budgetIdOf, InProcessSlotStore, PacedRateBudget, parseRateLimit, type RateBudget, type SlotStore, slotIntervalMs } from "./budget";
+// automation layer sets from the stack's backend: SharedBackend.rateBudgetEnv),
+// the store itself its backend's adapter's (backends/), with the slot arithmetic
+// of budget.ts handed to it.
+import { RATE_BUDGET_ENV, slotStoreAt } from "../../backends";
+import { budgetIdOf, InProcessSlotStore, PacedRateBudget, parseRateLimit, type RateBudget, SLOT_RULES, type SlotStore, slotIntervalMs } from "./budget";
 import { UserGroupsError } from "../../wire/errors";
 
-export const RATE_BUDGET_ENV = {
-  /** The key's allowance, REQUESTS/SECONDS (default 180/60), or `off`. */
-  limit: "USER_GROUPS_RATE_LIMIT",
-  /** Where the budget is shared: `postgres://…` (no password: PGPASSWORD) or `file:///abs/dir`; unset: this process alone. */
-  store: "USER_GROUPS_RATE_BUDGET",
-  /** The PostgreSQL table of the budget (default user_groups_rate_budget). */
-  table: "USER_GROUPS_RATE_BUDGET_TABLE",
-} as const;
+export { RATE_BUDGET_ENV } from "../../backends";
 
 export class InvalidRateBudgetStoreError extends UserGroupsError {
   constructor() {
@@ -27,20 +20,9 @@ export class InvalidRateBudgetStoreError extends UserGroupsError {
 /** The store a budget location names (checked before anything is opened). */
 export function slotStoreFor(location: string | undefined, table: string | undefined): SlotStore {
   if (location === undefined || location.trim() === "") return new InProcessSlotStore();
-  if (/^postgres(ql)?:\/\//i.test(location)) {
-    return new PostgresSlotStore(location, table || undefined);
-  }
-  if (location.startsWith("file://")) {
-    let dir: string;
-    try {
-      dir = decodeURIComponent(location.slice("file://".length));
-    } catch {
-      throw new InvalidRateBudgetStoreError();
-    }
-    if (!path.isAbsolute(dir) || dir.includes("\u0000")) throw new InvalidRateBudgetStoreError();
-    return new FileSlotStore(path.normalize(dir));
-  }
-  throw new InvalidRateBudgetStoreError();
+  const store = slotStoreAt(location, table, SLOT_RULES);
+  if (store === undefined) throw new InvalidRateBudgetStoreError();
+  return store;
 }
 
 /** Stores by location, one per process: every key's budget in one store shares its connection. */

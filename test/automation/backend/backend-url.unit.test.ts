@@ -2,7 +2,7 @@
 // any spelling: as written, percent-decoded, or re-encoded as Go's net/url
 // prints it. (With a real PostgreSQL backend: credentials.test.ts.)
 import { describe, expect, it } from "vitest";
-import { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "../../../provider/automation/backend/backend-url";
+import { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "../../../provider/backends/backend-url";
 import { RunFailedError } from "../../../provider/automation/engine/change-tracker";
 import { scrubSecrets } from "../../../provider/client/redact";
 import { secretValuesOf } from "../../../provider/automation/engine/stack-config";

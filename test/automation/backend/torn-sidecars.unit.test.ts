@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { removeLingeringTornSidecars } from "../../../provider/automation/backend/torn-sidecars";
+import { removeLingeringTornSidecars } from "../../../provider/backends/file/torn-sidecars";
 import { clockWith } from "../../../provider/clock";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "torn-sidecars-"));

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UserGroupFleet } from "../../../provider/automation";
 import { PROJECT_NAME } from "../../../provider/automation/engine";
 import { acquireRunLease } from "../../../provider/automation/lease";
-import { FileLeaseStore } from "../../../provider/automation/lease/file-store";
+import { FileLeaseStore } from "../../../provider/backends/file/lease-store";
+import { leaseRules } from "../../../provider/automation/lease/record";
 import { registerTestSdk, spanData, type TestSdk } from "../../client/telemetry-sdk";
 import { useStackFixture } from "../../support/stack-fixture";
 
@@ -155,7 +156,7 @@ describe("fleet telemetry", () => {
     // The stack exists first (a run of its own), then another run of this host holds its lease for a while.
     await fleet.ensure({ name: "First", userGroupId: "first" });
     sdk.spans.reset();
-    const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack);
+    const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack, { rules: leaseRules() });
     const held = await acquireRunLease(store, stack);
     releaseHeld = () => void held.release();
     try {
@@ -181,7 +182,7 @@ describe("fleet telemetry", () => {
     // A run of this host that died holding the lease (a pid that has exited): the next run takes it over.
     const dead = spawnSync(process.execPath, ["-e", "0"]).pid!;
     const now = Date.now();
-    const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack);
+    const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack, { rules: leaseRules() });
     const taken = await store.tryAcquire({ runId: "dead-run-0001", host: hostname(), pid: dead, startedAt: now, renewedAt: now });
     expect(taken.acquired).toBe(true);
     sdk.spans.reset();

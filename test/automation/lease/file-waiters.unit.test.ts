@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { FILE_WAITER_STALE_MS, FileLeaseStore } from "../../../provider/automation/lease/file-store";
-import type { RunClaim } from "../../../provider/automation/lease/record";
+import { FILE_WAITER_STALE_MS, FileLeaseStore } from "../../../provider/backends/file/lease-store";
+import { leaseRules, type RunClaim } from "../../../provider/automation/lease/record";
 import { fakeClock } from "../../support/fake-clock";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "file-waiters-"));
@@ -20,7 +20,7 @@ describe("the file lease's waiters", () => {
   it("a waiter unseen for more than 8 s is stale: the next one takes the lease; until then it keeps its place", async () => {
     expect(FILE_WAITER_STALE_MS).toBe(8_000);
     const clock = fakeClock({ start: 1_000_000 });
-    const open = (waiterId: string) => new FileLeaseStore(dir, "user-groups", "stale", undefined, clock, waiterId);
+    const open = (waiterId: string) => new FileLeaseStore(dir, "user-groups", "stale", { rules: leaseRules(), clock, waiterId });
     const [holder, early, late] = [open("holder"), open("early"), open("late")];
     const held = await holder.tryAcquire(claim("holder", clock.time));
     expect(held.acquired).toBe(true);
@@ -43,7 +43,7 @@ describe("the file lease's waiters", () => {
 
   it("a live waiter that keeps trying keeps its place however long it waits", async () => {
     const clock = fakeClock({ start: 2_000_000 });
-    const open = (waiterId: string) => new FileLeaseStore(dir, "user-groups", "live", undefined, clock, waiterId);
+    const open = (waiterId: string) => new FileLeaseStore(dir, "user-groups", "live", { rules: leaseRules(), clock, waiterId });
     const [holder, early, late] = [open("holder"), open("early"), open("late")];
     const held = await holder.tryAcquire(claim("holder", clock.time));
     if (!held.acquired) throw new Error("the free lease was not taken");
@@ -62,7 +62,7 @@ describe("the file lease's waiters", () => {
   it("are served in the order they began to wait, however often later ones try; a closed store leaves the queue, the process keeps its place", async () => {
     const clock = fakeClock({ start: 3_000_000 });
     let replica = 0;
-    const open = (waiterId = `file-replica-${++replica}`) => new FileLeaseStore(dir, "user-groups", "fair", undefined, clock, waiterId);
+    const open = (waiterId = `file-replica-${++replica}`) => new FileLeaseStore(dir, "user-groups", "fair", { rules: leaseRules(), clock, waiterId });
     const holder = open();
     const held = await holder.tryAcquire(claim("holder", clock.time));
     if (!held.acquired) throw new Error("the free lease was not taken");

@@ -4,9 +4,9 @@
 // replicas that always had work won the race for the lease again and again.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "pg";
-import { PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
-import type { RunClaim, RunRecord } from "../../../provider/automation/lease/record";
-import { postgresTarget } from "../../../provider/client/shared-state";
+import { PostgresLeaseStore } from "../../../provider/backends/postgres/lease-store";
+import { leaseRules, type RunClaim, type RunRecord } from "../../../provider/automation/lease/record";
+import { postgresTarget } from "../../../provider/backends/postgres/target";
 import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
 
 let postgres: PostgresServer;
@@ -27,7 +27,7 @@ const TIMING = { ttlMs: 1_500, renewEveryMs: 60_000 };
 let replicas = 0;
 /** A lease store as a replica of its own would have it (a waiter is a process: each store here plays another, unless `waiterId` says which). */
 function store(stack: string, waiterStaleMs = 3_000, waiterId = `replica-${++replicas}`): PostgresLeaseStore {
-  const s = new PostgresLeaseStore(postgres.backendUrl, "user-groups", stack, TIMING, { waiterStaleMs, waiterId });
+  const s = new PostgresLeaseStore(postgres.backendUrl, "user-groups", stack, { rules: leaseRules(), timing: TIMING, waiterStaleMs, waiterId });
   stores.push(s);
   return s;
 }

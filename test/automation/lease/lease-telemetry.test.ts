@@ -7,7 +7,8 @@ import type { ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import { StackLockTimeoutError } from "../../../provider/automation/backend";
 import { withLockWait } from "../../../provider/automation/engine";
 import { acquireRunLease, type Here } from "../../../provider/automation/lease";
-import { PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
+import { PostgresLeaseStore } from "../../../provider/backends/postgres/lease-store";
+import { leaseRules } from "../../../provider/automation/lease/record";
 import { registerTestSdk, type TestSdk } from "../../client/telemetry-sdk";
 import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
 
@@ -34,8 +35,8 @@ describe("lease wait telemetry on PostgreSQL", () => {
   });
 
   it("a run that waits for another host's lease: its span under the caller's, with refusals, holder, epochs; measured", async () => {
-    const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod");
-    const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod");
+    const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod", { rules: leaseRules() });
+    const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod", { rules: leaseRules() });
     try {
       const leaseA = await acquireRunLease(a, "prod", { here: here("pod-a") });
       sdk.spans.reset(); // the holder's own lease wait (none: 0 ms) is not this test's
@@ -70,8 +71,8 @@ describe("lease wait telemetry on PostgreSQL", () => {
   }, 60_000);
 
   it("a wait that times out: a failed span with error.type stack_lock_timeout", async () => {
-    const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "held");
-    const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "held");
+    const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "held", { rules: leaseRules() });
+    const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "held", { rules: leaseRules() });
     try {
       const leaseA = await acquireRunLease(a, "held", { here: here("pod-a") });
       sdk.spans.reset();

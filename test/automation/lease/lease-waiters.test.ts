@@ -5,8 +5,8 @@
 // every one found the previous taker's session "gone" and took the lease in turn,
 // fencing the one before (its run failed with run_lease_lost, retryable but late).
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
-import type { RunClaim } from "../../../provider/automation/lease/record";
+import { PostgresLeaseStore } from "../../../provider/backends/postgres/lease-store";
+import { leaseRules, type RunClaim } from "../../../provider/automation/lease/record";
 import { startPostgres, type PostgresServer } from "../../../testkit/postgres";
 
 let postgres: PostgresServer;
@@ -21,7 +21,7 @@ it.skipIf(process.platform === "win32")("three waiters at a silent holder's expi
   const timing = { ttlMs: 1_000, renewEveryMs: 60_000 };
   const stores: PostgresLeaseStore[] = [];
   const store = (stack: string) => {
-    const s = new PostgresLeaseStore(postgres.backendUrl, "user-groups", stack, timing);
+    const s = new PostgresLeaseStore(postgres.backendUrl, "user-groups", stack, { rules: leaseRules(), timing });
     stores.push(s);
     return s;
   };

@@ -7,11 +7,13 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireRunLease } from "../../../provider/automation/lease/run-lease";
 import { Client } from "pg";
-import { leaseIdOf, PostgresLeaseStore } from "../../../provider/automation/lease/postgres-store";
-import { PostgresRunFence, RunFencedError } from "../../../provider/client/run-fence";
-import { BackendTableNameError, postgresTarget } from "../../../provider/client/shared-state/postgres-target";
-import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../../provider/automation/lease/record";
-import { FileLeaseStore } from "../../../provider/automation/lease/file-store";
+import { PostgresLeaseStore } from "../../../provider/backends/postgres/lease-store";
+import { leaseIdOf } from "../../../provider/backends/postgres/lease-tables";
+import { PostgresRunFence } from "../../../provider/backends/postgres/run-fence";
+import { RunFencedError } from "../../../provider/backends/backend";
+import { BackendTableNameError, postgresTarget } from "../../../provider/backends/postgres/target";
+import { classifyLockHolder, type Here, LEASE_TTL_MS, leaseRules, leaseStateOf, parseRunRecord, type RunClaim, type RunRecord, successorRecord } from "../../../provider/automation/lease/record";
+import { FileLeaseStore } from "../../../provider/backends/file/lease-store";
 import { StackLockedError } from "../../../provider/automation/backend/lock-wait";
 import { adoptingSpec, mergeAdopt, pendingCreatesOf, waitUntilQuiet } from "../../../provider/automation/engine/takeover";
 import { engineAddressOf, isDynamicProviderProcess, type ProbeResult, startEngineWatchdog } from "../../../provider/resource/engine-watchdog";
@@ -164,15 +166,15 @@ describe("the file lease", () => {
   it("one holder at a time; a dead holder's lease (same host, pid dead) is taken at once and its claim inherited", async () => {
     let now = T0;
     const clock = clockWith({ now: () => now });
-    const a = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), clock);
-    const b = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", []), clock);
+    const a = new FileLeaseStore(dir, "user-groups", "prod", { rules: leaseRules(here("pod-a", [process.pid])), clock });
+    const b = new FileLeaseStore(dir, "user-groups", "prod", { rules: leaseRules(here("pod-a", [])), clock });
     const leaseA = await acquireRunLease(a, "prod", { here: here("pod-a", [process.pid]), clock });
     const leasesDir = path.join(dir, ".user-groups", "leases", "user-groups", "prod");
     expect(statSync(leasesDir).mode & 0o777).toBe(0o700);
     for (const name of readdirSync(leasesDir)) expect(statSync(path.join(leasesDir, name)).mode & 0o777).toBe(0o600);
     // Seen from a process that finds this pid alive: held.
     // (A store that was refused waits in the lease's queue until it closes, or for FILE_WAITER_STALE_MS.)
-    const refused = new FileLeaseStore(dir, "user-groups", "prod", here("pod-a", [process.pid]), clock);
+    const refused = new FileLeaseStore(dir, "user-groups", "prod", { rules: leaseRules(here("pod-a", [process.pid])), clock });
     await expect(acquireRunLease(refused, "prod")).rejects.toBeInstanceOf(StackLockedError);
     await refused.close();
     // Seen as dead (B's view): taken, and A becomes unfinished business.
@@ -193,8 +195,8 @@ describe("the file lease", () => {
   it("another host's holder is never taken over, not even long past its expiry: nothing could fence its late writes", async () => {
     let now = T0;
     const clock = clockWith({ now: () => now });
-    const podA = new FileLeaseStore(dir, "user-groups", "other", here("pod-a", [process.pid]), clock);
-    const podB = new FileLeaseStore(dir, "user-groups", "other", here("pod-b"), clock);
+    const podA = new FileLeaseStore(dir, "user-groups", "other", { rules: leaseRules(here("pod-a", [process.pid])), clock });
+    const podB = new FileLeaseStore(dir, "user-groups", "other", { rules: leaseRules(here("pod-b")), clock });
     const leaseA = await acquireRunLease(podA, "other", { here: here("pod-a", [process.pid]), clock });
     now += LEASE_TTL_MS - 1;
     await expect(acquireRunLease(podB, "other", { here: here("pod-b"), clock })).rejects.toThrow(/locked/);
@@ -215,7 +217,7 @@ describe("the file lease", () => {
     const file = path.join(lockDir, "abc.json");
     writeFileSync(file, JSON.stringify({ pid: 12, hostname: "pod-z", timestamp: "2026-11-24T10:00:00Z" }));
     writeFileSync(`${file}.attrs`, "{}");
-    const store = new FileLeaseStore(dir, "user-groups", "locked");
+    const store = new FileLeaseStore(dir, "user-groups", "locked", { rules: leaseRules() });
     const [lock] = await store.pulumiLocks();
     expect(lock).toEqual({ key: file, pid: 12, hostname: "pod-z", timestamp: "2026-11-24T10:00:00Z" });
     await store.removePulumiLock(lock!);
@@ -243,7 +245,7 @@ describe("the PostgreSQL lease", () => {
   });
 
   it("an unreachable backend is a UserGroupsError that does not repeat the URL's password", async () => {
-    const store = new PostgresLeaseStore("postgres://lease-user:s3cret-Pa55word@127.0.0.1:1/state?sslmode=disable", "user-groups", "prod");
+    const store = new PostgresLeaseStore("postgres://lease-user:s3cret-Pa55word@127.0.0.1:1/state?sslmode=disable", "user-groups", "prod", { rules: leaseRules() });
     const error = await acquireRunLease(store, "prod").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "run_lease_unreachable" });
     expect(String((error as Error).message)).not.toContain("s3cret-Pa55word");
@@ -258,9 +260,9 @@ describe("the PostgreSQL lease", () => {
     afterAll(() => postgres?.stop());
 
     it("a lease row with an epoch: held while renewed, free the moment its holder's session ends, the dead holder inherited", async () => {
-      const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod");
-      const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod");
-      const other = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "staging");
+      const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod", { rules: leaseRules() });
+      const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "prod", { rules: leaseRules() });
+      const other = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "staging", { rules: leaseRules() });
       try {
         const leaseA = await acquireRunLease(a, "prod", { here: here("pod-a") });
         const refused = await acquireRunLease(b, "prod", { here: here("pod-b") }).catch((error: Error) => error);
@@ -286,8 +288,8 @@ describe("the PostgreSQL lease", () => {
 
     it("expires by the database's clock while the holder's connection lives; then the old epoch is fenced: no renewal, no checkpoint write, no request", async () => {
       const timing = { ttlMs: 1_500, renewEveryMs: 500 };
-      const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "paused", timing);
-      const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "paused", timing);
+      const a = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "paused", { rules: leaseRules(), timing });
+      const b = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "paused", { rules: leaseRules(), timing });
       const target = postgresTarget(postgres.backendUrl);
       const leaseId = leaseIdOf(target.pulumiTable, "user-groups", "paused");
       const engine = (epoch: number | undefined) =>
@@ -337,7 +339,7 @@ describe("the PostgreSQL lease", () => {
     });
 
     it("a provider process's fence passes while its run's lease is current and lives past the margin", async () => {
-      const store = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "fenced");
+      const store = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "fenced", { rules: leaseRules() });
       const target = postgresTarget(postgres.backendUrl);
       const leaseId = leaseIdOf(target.pulumiTable, "user-groups", "fenced");
       try {

@@ -1,7 +1,7 @@
 // What drift reports, from the state, what the service holds now, and the groups file.
 import { describe, expect, it } from "vitest";
 import { compareDrift, type ServiceGroup, type StateGroup, stateGroupsOf } from "../../../provider/automation/operations/drift";
-import { withoutCredentials } from "../../../provider/automation/backend/backend-url";
+import { withoutCredentials } from "../../../provider/backends/backend-url";
 import { USER_GROUP_TYPE } from "../../../provider/resource/user-group";
 
 const stateGroup = (id: string, extra: Partial<StateGroup> = {}): StateGroup => ({

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Deployment } from "@pulumi/pulumi/automation";
 import { afterEach, describe, expect, it } from "vitest";
-import { FileShardDirectory } from "../../../provider/automation/shards/directory";
+import { type ShardDirectory, shardDirectoryFor } from "../../../provider/automation/shards/directory";
 import { recordUnlisted, ShardClaims } from "../../../provider/automation/shards/directory-rule";
 import { ShardDirectoryConflictError } from "../../../provider/automation/shards/sharded-stack";
 import { urnOf } from "../../../provider/automation/model";
@@ -20,10 +20,10 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function directory(): FileShardDirectory {
+function directory(): ShardDirectory {
   const dir = mkdtempSync(path.join(os.tmpdir(), "directory-rule-"));
   dirs.push(dir);
-  return new FileShardDirectory(dir, "user-groups", "rules");
+  return shardDirectoryFor(`file://${dir}`, "user-groups", "rules");
 }
 
 /** A shard's state holding these groups (and one half-deleted, which it does not hold). */
@@ -36,7 +36,7 @@ function stateHolding(stack: string, names: readonly string[]): Deployment {
   return { version: 3, deployment: { resources } };
 }
 
-const entries = async (dir: FileShardDirectory) => Object.fromEntries([...(await dir.read())].sort(([a], [b]) => (a < b ? -1 : 1)));
+const entries = async (dir: ShardDirectory) => Object.fromEntries([...(await dir.read())].sort(([a], [b]) => (a < b ? -1 : 1)));
 
 describe("a whole-set run of a shard", () => {
   it("repairs the entries of the groups its state holds, claims the declared ones it does not, and forgets the stale and the deleted after", async () => {

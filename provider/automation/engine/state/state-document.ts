@@ -34,7 +34,7 @@ import { promisify } from "node:util";
 import { type Clock, systemClock } from "../../../clock";
 import { UserGroupsError } from "../../../wire/errors";
 import { StackLockedError } from "../../backend";
-import { inSpan } from "../../lease";
+import { inSpan } from "../../telemetry";
 import { pulumiErrorLines, WrongPassphraseError } from "../pulumi-cli";
 
 /** Pulumi's key of a secret envelope, and its value for a secret (sdk/go/common/resource/sig). */

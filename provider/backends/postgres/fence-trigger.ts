@@ -1,9 +1,10 @@
-// The fence that makes a PostgreSQL run lease's expiry safe (postgres-store.ts,
+// The fence that makes a PostgreSQL run lease's expiry safe (lease-store.ts,
 // the file header): a trigger on Pulumi's table refuses every write from a
 // session whose application_name says it is the engine of one of our runs
 // (`ug-run:<lease id>:<epoch>`) unless that epoch is the lease's current one and
 // unexpired. Installed once per table, beside the lease table, in its schema.
-import { isSqlName, type postgresTarget, type SqlClient } from "../../client/shared-state";
+import type { SqlClient } from "./session";
+import { isSqlName, type postgresTarget } from "./target";
 import { UserGroupsError } from "../../wire/errors";
 
 type PostgresTarget = ReturnType<typeof postgresTarget>;

@@ -136,7 +136,7 @@ function strictDecoded(text: string): string | undefined {
 /**
  * A postgres:// URL for Pulumi's driver (lib/pq) whose sessions carry this
  * application_name (any of the URL's own is replaced): what the run fence on
- * Pulumi's table recognises a run's engine by (lease/postgres-store.ts). The
+ * Pulumi's table recognises a run's engine by (postgres/lease-store.ts). The
  * name is ours (letters, digits, `:-`), so it needs no escaping.
  */
 export function withApplicationName(url: string, name: string): string {

@@ -5,7 +5,7 @@
 // most 100 characters; a name is `stack`, `org/stack` or `org/project/stack`.
 // `.` and `..` are refused as segments (they match the characters but mean
 // "here" and "up" in a path).
-import { UserGroupsError } from "../../wire/errors";
+import { UserGroupsError } from "../wire/errors";
 
 const SEGMENT = /^[A-Za-z0-9_.-]{1,100}$/;
 

@@ -7,7 +7,7 @@
 import { type Context, context, type Link, type Span, SpanStatusCode, type TimeInput, trace } from "@opentelemetry/api";
 import { allowedAttributes, errorType, lazyInstruments, packageTracer, type TelemetryAttributes } from "../../telemetry";
 import { PACKAGE_VERSION } from "../../version";
-import type { RunRecord } from "./record";
+import type { RunRecord } from "../../backends";
 
 export const tracer = packageTracer(PACKAGE_VERSION);
 

@@ -5,8 +5,10 @@
 // requests correctly. Connects with the connection string it is given (no
 // password in it: PGPASSWORD carries that, as for Pulumi's own driver) and
 // never shows a driver's message.
-import { errorCode, MAX_AHEAD_MS, MAX_HOLD_MS, type SlotStore } from "./budget";
-import { createTablesIfMissing, isSqlName, PostgresSession, type SqlClient } from "../shared-state";
+import type { SlotRules, SlotStore } from "../backend";
+import { errorCode, PostgresSession, type SqlClient } from "./session";
+import { createTablesIfMissing } from "./tables";
+import { isSqlName } from "./target";
 import { UserGroupsError } from "../../wire/errors";
 
 export const DEFAULT_BUDGET_TABLE = "user_groups_rate_budget";
@@ -21,7 +23,12 @@ export class PostgresSlotStore implements SlotStore {
   private readonly session: PostgresSession;
   private readonly table: string;
 
-  constructor(connectionString: string, table: string = DEFAULT_BUDGET_TABLE) {
+  constructor(
+    connectionString: string,
+    table: string = DEFAULT_BUDGET_TABLE,
+    /** The slot arithmetic's bounds (client/rate-budget/budget.ts); the arithmetic itself is bookSlot's, in SQL. */
+    private readonly rules: Pick<SlotRules, "maxAheadMs" | "maxHoldMs">,
+  ) {
     if (!isSqlName(table)) throw new UserGroupsError("backend_table_name", `The rate budget table ${JSON.stringify(table.slice(0, 80))} is not a plain SQL name: refusing to use it.`);
     this.table = table;
     // A database that hangs must not hang every request: the budget then paces the process alone (budget.ts).
@@ -47,7 +54,7 @@ export class PostgresSlotStore implements SlotStore {
   }
 
   /**
-   * bookSlot (rate-budget.ts) in one statement: the slot begins at the later of
+   * bookSlot (client/rate-budget/budget.ts) in one statement: the slot begins at the later of
    * now and the row's next free slot (a next free slot beyond MAX_AHEAD_MS is
    * dropped), and the row moves one interval past it. Row locking serialises
    * concurrent bookings; now() is the statement's start, so a booking that waited
@@ -61,7 +68,7 @@ export class PostgresSlotStore implements SlotStore {
          CASE WHEN b.next_free > now() + $3 * interval '1 millisecond' THEN now() ELSE GREATEST(b.next_free, now()) END
          + $2 * interval '1 millisecond'
        RETURNING (EXTRACT(EPOCH FROM (b.next_free - now())) * 1000 - $2)::float8 AS wait_ms`,
-      [budgetId, intervalMs, MAX_AHEAD_MS],
+      [budgetId, intervalMs, this.rules.maxAheadMs],
     );
     return Math.max(0, result.rows[0]?.wait_ms ?? 0);
   }
@@ -72,7 +79,7 @@ export class PostgresSlotStore implements SlotStore {
       `INSERT INTO ${this.table} AS b (budget_id, next_free) VALUES ($1, now() + $2 * interval '1 millisecond')
        ON CONFLICT (budget_id) DO UPDATE SET next_free =
          GREATEST(CASE WHEN b.next_free > now() + $3 * interval '1 millisecond' THEN now() ELSE b.next_free END, EXCLUDED.next_free)`,
-      [budgetId, Math.min(Math.max(0, holdMs), MAX_HOLD_MS), MAX_AHEAD_MS],
+      [budgetId, Math.min(Math.max(0, holdMs), this.rules.maxHoldMs), this.rules.maxAheadMs],
     );
   }
 

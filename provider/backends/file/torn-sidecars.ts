@@ -10,7 +10,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { type Clock, systemClock } from "../../clock";
-import { assertValidStackName } from "../model";
+import { assertValidStackName } from "../stack-name";
 
 function isTorn(file: string): boolean {
   try {

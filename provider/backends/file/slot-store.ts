@@ -8,8 +8,8 @@ import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { LOCK_HERE, type LockHere, withFileLock } from "../shared-state";
-import { bookSlot, holdSlots, type SlotStore } from "./budget";
+import { LOCK_HERE, type LockHere, withFileLock } from "./file-lock";
+import type { SlotRules, SlotStore } from "../backend";
 import { type Clock, systemClock } from "../../clock";
 import { UserGroupsError } from "../../wire/errors";
 
@@ -19,7 +19,6 @@ export const LOCK_STALE_MS = 5_000;
 const LOCK_WAIT_MS = 10_000;
 
 const ledgerSchema = z.object({ version: z.literal(1), nextFree: z.number().finite() });
-export { LOCK_HERE, type LockHere } from "../shared-state";
 
 export class RateBudgetDirError extends UserGroupsError {
   constructor(dir: string, why: string) {
@@ -34,6 +33,8 @@ export interface FileSlotStoreOptions {
   readonly here?: LockHere;
   /** The ledger's time, and the lock's waits and jitter (default: the system's). */
   readonly clock?: Clock;
+  /** The slot arithmetic (client/rate-budget/budget.ts), applied under the ledger's lock. */
+  readonly rules: SlotRules;
 }
 
 export class FileSlotStore implements SlotStore {
@@ -44,7 +45,7 @@ export class FileSlotStore implements SlotStore {
   /** `dir`: the ledger directory (an absolute path the automation layer chose inside the backend). */
   constructor(
     readonly dir: string,
-    options: FileSlotStoreOptions = {},
+    private readonly options: FileSlotStoreOptions,
   ) {
     if (!path.isAbsolute(dir)) throw new RateBudgetDirError(dir, "is not an absolute path");
     this.here = options.here ?? LOCK_HERE;
@@ -53,13 +54,13 @@ export class FileSlotStore implements SlotStore {
 
   async book(budgetId: string, intervalMs: number): Promise<number> {
     return this.locked(budgetId, (nextFree, now) => {
-      const booking = bookSlot(nextFree, now, intervalMs);
+      const booking = this.options.rules.book(nextFree, now, intervalMs);
       return { nextFree: booking.nextFree, result: booking.at - now };
     });
   }
 
   async hold(budgetId: string, holdMs: number): Promise<void> {
-    await this.locked(budgetId, (nextFree, now) => ({ nextFree: holdSlots(nextFree, now, holdMs), result: undefined }));
+    await this.locked(budgetId, (nextFree, now) => ({ nextFree: this.options.rules.hold(nextFree, now, holdMs), result: undefined }));
   }
 
   async close(): Promise<void> {}

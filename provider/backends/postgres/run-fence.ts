@@ -1,6 +1,6 @@
-// run-fence/: the check every HTTP request of a run's provider process makes
+// The run fence of a PostgreSQL backend: the check every HTTP request of a run's provider process makes
 // before it is sent (issue #32 item 1): is the run's lease still the current one?
-// The run lease (automation/lease/postgres-store.ts) carries an epoch that grows
+// The run lease (lease-store.ts) carries an epoch that grows
 // with every holder; the provider processes of a run get theirs in their
 // environment. Once a newer epoch exists, or the run's lease is about to expire
 // (FENCE_MARGIN_MS), the request is not sent and fails with `run_fenced`
@@ -11,8 +11,10 @@
 // slot's wait cannot outlast it), whether or not the rate budget is on.
 // Only PostgreSQL backends fence; elsewhere the environment names no fence.
 import { type Clock, systemClock } from "../../clock";
-import { isSqlName, PostgresSession } from "../shared-state";
 import { UserGroupsError } from "../../wire/errors";
+import { type RunFence, RunFencedError } from "../backend";
+import { PostgresSession } from "./session";
+import { isSqlName } from "./target";
 
 export const RUN_FENCE_ENV = {
   /** `<lease id>:<epoch>` of the run (16 hex digits, a number). */
@@ -33,22 +35,6 @@ export const FENCE_MARGIN_MS = 3_000;
 /** How `pg_stat_activity` names a provider process's fence session: `ug-fence:<lease id>:<epoch>`. */
 export const FENCE_SESSION_PREFIX = "ug-fence:";
 
-export class RunFencedError extends UserGroupsError {
-  constructor(detail: string) {
-    super(
-      "run_fenced",
-      `Request not sent: ${detail}. Another run holds (or is about to take) this stack; nothing of this run reaches the service any more. ` +
-        "Nothing is lost: ask again.",
-    );
-    this.name = "RunFencedError";
-  }
-}
-
-/** What the HTTP client asks before every attempt. */
-export interface RunFence {
-  /** Resolves when the run's lease is current and will live at least FENCE_MARGIN_MS; else throws RunFencedError. */
-  check(): Promise<void>;
-}
 
 const LEASE = /^([0-9a-f]{16}):([0-9]{1,15})$/;
 

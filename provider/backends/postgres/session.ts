@@ -12,7 +12,7 @@
 // password), and the session is discarded at once, so that the next use opens a
 // new one instead of finding a broken one (issue 32, found by the fault histories).
 import type { Client } from "pg";
-import { withoutSecret } from "./postgres-target";
+import { withoutSecret } from "./target";
 import { type OwnTableSpec, verifyOwnTables } from "./tables";
 
 /**
@@ -88,6 +88,13 @@ function lostDetail(error: unknown, connectionString: string): string {
   const message = String((error as { message?: unknown }).message ?? "");
   const said = withoutSecret(message.split("\n")[0]!.slice(0, 200), connectionString);
   return `its connection was cut (${typeof code === "string" ? `${code}: ` : ""}${said || "no reason given"}); ask again`;
+}
+
+/** A store error's code or class, never its message (a driver's message may quote a connection string). */
+export function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === "string" && /^[\w.-]{1,40}$/.test(code)) return code;
+  return error instanceof Error ? error.name : "error";
 }
 
 export class PostgresSession {

@@ -8,9 +8,9 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
-import { assertValidStackName } from "../model";
+import { assertValidStackName } from "../stack-name";
 import { UserGroupsError } from "../../wire/errors";
-import { fileBackendDir } from "./file-backend";
+import { fileBackendDir } from "./backend-dir";
 
 export interface LockHolder {
   readonly file: string;

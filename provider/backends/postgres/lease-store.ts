@@ -21,87 +21,40 @@
 //   under a call is tried once more on a new session (acquire, renewal, locks),
 //   so that one cut costs a retry, not a caller's error (LeaseUnreachableError,
 //   `run_lease_unreachable`, retryable, when the second try fails too).
-// - fence, state (postgres-fence.ts): a trigger on Pulumi's table refuses the
+// - fence, state (fence-trigger.ts): a trigger on Pulumi's table refuses the
 //   writes of a session named as the engine of one of our runs (`ug-run:<lease
 //   id>:<epoch>`, put into the engine's backend URL) unless that epoch is the
 //   lease's current one and unexpired. Go's database/sql reconnects with the
 //   same URL, so the name, and the refusal, survive reconnection.
 // - fence, service: the run's provider processes check the epoch before every
-//   request (client/run-fence).
+//   request (run-fence.ts).
 // - on taking over a lease from a run that did not release it, the new holder
 //   ends that run's sessions (lease, engine, fence checks): not what fences it
 //   (the trigger and the checks are), but it stops it sooner.
-import type { PulumiLock } from "../model";
-import { createHash, randomUUID } from "node:crypto";
-import { createTablesIfMissing, PostgresSession, postgresTarget, type SqlClient } from "../../client/shared-state";
-import { FENCE_SESSION_PREFIX, RUN_FENCE_ENV } from "../../client/run-fence";
-import { UserGroupsError } from "../../wire/errors";
-import { engineBackendEnv, withApplicationName } from "../backend";
-import { assertValidStackName } from "../model";
-import { type LeaseTiming, RunClaim, RunRecord, parseRunRecord, successorRecord, LeaseStore, stackPath } from "./record";
-import { ensureRunFence } from "./postgres-fence";
 import { type Clock, systemClock } from "../../clock";
+import type { AcquireOutcome, LeaseRules, LeaseStore, LeaseStoreOptions, PulumiLock } from "../backend";
+import { engineBackendEnv, withApplicationName } from "../backend-url";
+import { type LeaseTiming, parseRunRecord, type RunClaim, type RunRecord } from "../run-record";
+import { assertValidStackName } from "../stack-name";
+import { PROCESS_WAITER, type Waiter } from "../waiter";
+import {
+  endStaleSessions,
+  ENGINE_SESSION_PREFIX,
+  ensureLeaseTables,
+  LEASE_SESSION_PREFIX,
+  LeaseUnreachableError,
+  leaseIdOf,
+  leaseOwnTables,
+  PG_LEASE_TIMING,
+  PG_WAITER_STALE_MS,
+  type PgClient,
+  pulumiLockRows,
+  QUEUED_RETRY_MS,
+} from "./lease-tables";
+import { RUN_FENCE_ENV } from "./run-fence";
+import { PostgresSession } from "./session";
+import { postgresTarget } from "./target";
 
-/** The lease's id in session names: 16 hex digits of the table, project and stack. */
-export function leaseIdOf(pulumiTable: string, project: string, stack: string): string {
-  return createHash("sha256").update(`user-groups run lease\u0000${pulumiTable}\u0000${project}\u0000${stack}`).digest("hex").slice(0, 16);
-}
-
-/**
- * A PostgreSQL lease lives 10 s past its last renewal; its holder renews every
- * 2 s. Another replica takes it within ~10-15 s of the last renewal and then
- * needs ~10 s (takeover and its own run, measured on a loaded 2-core machine)
- * to serve: within 30 s. Its providers stop sending 3 s before it expires
- * (client/run-fence FENCE_MARGIN_MS), so up to 3 renewals may fail in a row
- * before a live run's requests wait.
- */
-export const PG_LEASE_TIMING: LeaseTiming = { ttlMs: 10_000, renewEveryMs: 2_000 };
-
-/**
- * A waiter not seen for this long (on the database's clock) has stopped waiting
- * (gave up, died, was cut off): it no longer keeps later waiters from the lease
- * and its row is swept. Above the longest pause between two tries of a live
- * waiter (the lock wait's backoff is at most 5 s, plus the try itself).
- */
-export const PG_WAITER_STALE_MS = 8_000;
-
-/**
- * This process's id in the lease's queue of waiters: a waiter is a replica (a
- * process), not a store, so that a whole-set run, which opens a new store for
- * each try of its lock wait (shards/run-shard.ts), keeps its place between tries.
- */
-export const PROCESS_WAITER_ID = randomUUID();
-
-/**
- * Where this process stood in each lease's queue (its `since`, the database's
- * clock, as text) and when it last tried (this process's clock). A store that
- * closes leaves the queue (a run that gave up must not hold others up), and the
- * next store of this process that tries within the stale window takes its place back.
- */
-const placesInQueue = new Map<string, { readonly since: string; readonly triedAt: number }>();
-
-/** How soon a waiter refused only for an earlier waiter tries again (the earlier one takes the lease at its next try). */
-const QUEUED_RETRY_MS = 500;
-
-/** Session names (application_name): a run's engine, a run's lease session. */
-export const ENGINE_SESSION_PREFIX = "ug-run:";
-export const LEASE_SESSION_PREFIX = "ug-lease:";
-
-type PgClient = SqlClient;
-
-/**
- * The run lease's PostgreSQL backend could not be reached, or the lease
- * session was cut under a statement (`cut`): retryable (`run_lease_unreachable`).
- */
-export class LeaseUnreachableError extends UserGroupsError {
-  constructor(
-    detail: string,
-    readonly cut: boolean,
-  ) {
-    super("run_lease_unreachable", `Cannot reach the PostgreSQL backend for the run lease: ${detail}`);
-    this.name = "LeaseUnreachableError";
-  }
-}
 
 /**
  * A PostgreSQL backend's lease (see the file header). Connects with the backend
@@ -117,8 +70,10 @@ export class PostgresLeaseStore implements LeaseStore {
   private readonly target: ReturnType<typeof postgresTarget>;
   private readonly leaseId: string;
   private readonly stackKey: string;
-  /** Who waits, in the lease's queue of waiters: this process (PROCESS_WAITER_ID), or as told (tests play several replicas). */
+  /** Who waits, in the lease's queue of waiters: this process (PROCESS_WAITER), or as told (tests play several replicas). */
   private readonly waiterId: string;
+  private readonly waiter: Waiter;
+  private readonly rules: LeaseRules;
   private readonly waiterStaleMs: number;
   /** This process's clock: when it last tried, for its place in the queue (the lease itself is on the database's clock). */
   private readonly clock: Clock;
@@ -127,12 +82,13 @@ export class PostgresLeaseStore implements LeaseStore {
     private readonly backendUrl: string,
     private readonly project: string,
     private readonly stack: string,
-    timing: LeaseTiming = PG_LEASE_TIMING,
-    options: { readonly waiterStaleMs?: number; readonly waiterId?: string; readonly clock?: Clock } = {},
+    options: LeaseStoreOptions,
   ) {
-    this.timing = timing;
+    this.timing = options.timing ?? PG_LEASE_TIMING;
+    this.rules = options.rules;
     this.clock = options.clock ?? systemClock;
-    this.waiterId = options.waiterId ?? PROCESS_WAITER_ID;
+    this.waiter = options.waiter ?? PROCESS_WAITER;
+    this.waiterId = options.waiterId ?? this.waiter.id;
     this.waiterStaleMs = options.waiterStaleMs ?? PG_WAITER_STALE_MS;
     this.target = postgresTarget(backendUrl);
     this.leaseId = leaseIdOf(this.target.pulumiTable, project, assertValidStackName(stack));
@@ -146,27 +102,9 @@ export class PostgresLeaseStore implements LeaseStore {
         for (const setting of ["tcp_keepalives_idle = 10", "tcp_keepalives_interval = 5", "tcp_keepalives_count = 3"]) {
           await client.query(`SET ${setting}`).catch(() => undefined);
         }
-        await this.ensureTables(client);
+        await ensureLeaseTables(client, this.target);
       },
-      ownTables: [
-        { table: this.target.recordTable, columns: { stack_key: "text", record: "jsonb", updated_at: "timestamp with time zone" } },
-        {
-          table: this.target.leaseTable,
-          columns: {
-            stack_key: "text",
-            lease_id: "text",
-            epoch: "bigint",
-            run_id: "text",
-            expires_at: "timestamp with time zone",
-            released: "boolean",
-            updated_at: "timestamp with time zone",
-          },
-        },
-        {
-          table: this.target.waiterTable,
-          columns: { stack_key: "text", waiter_id: "text", since: "timestamp with time zone", seen_at: "timestamp with time zone" },
-        },
-      ],
+      ownTables: leaseOwnTables(this.target),
       connectTimeoutMs: 10_000,
       unreachable: (_error, detail, during) => new LeaseUnreachableError(detail, during === "query"),
       // A lease session cut under us does not lose the lease by itself: the next renewal, on a new session, keeps
@@ -229,19 +167,6 @@ export class PostgresLeaseStore implements LeaseStore {
     }
   }
 
-  private async ensureTables(client: PgClient): Promise<void> {
-    await createTablesIfMissing(client, [
-      `CREATE TABLE IF NOT EXISTS ${this.target.recordTable} (stack_key TEXT PRIMARY KEY, record JSONB NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-      `CREATE TABLE IF NOT EXISTS ${this.target.leaseTable} (stack_key TEXT PRIMARY KEY, lease_id TEXT NOT NULL, epoch BIGINT NOT NULL, ` +
-        `run_id TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, released BOOLEAN NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-      `CREATE TABLE IF NOT EXISTS ${this.target.waiterTable} (stack_key TEXT NOT NULL, waiter_id TEXT NOT NULL, since TIMESTAMPTZ NOT NULL, ` +
-        `seen_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (stack_key, waiter_id))`,
-      // Pulumi's own table, exactly as Pulumi creates it (its CREATE ... IF NOT EXISTS is then a no-op), so that the fence is on it before its first write.
-      `CREATE TABLE IF NOT EXISTS ${this.target.pulumiTable} (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now())`,
-    ]);
-    await ensureRunFence(client, this.target);
-  }
-
   private async readRecord(client: PgClient): Promise<RunRecord | undefined> {
     const result = await client.query<{ record: unknown }>(`SELECT record FROM ${this.target.recordTable} WHERE stack_key = $1`, [this.stackKey]);
     const row = result.rows[0];
@@ -252,13 +177,13 @@ export class PostgresLeaseStore implements LeaseStore {
    * Takes the lease when it is free, released, expired (the database's clock),
    * or its holder's lease session is gone (a killed holder): the epoch moves on.
    */
-  tryAcquire(me: RunClaim) {
+  tryAcquire(me: RunClaim): Promise<AcquireOutcome> {
     // Tried again on a new session after a cut: a first try that did commit left a lease of ours with an older
     // epoch, which the second try takes over as any unattended lease (its session is the cut one).
     return this.once((client) => this.acquireOn(client, me));
   }
 
-  private async acquireOn(client: PgClient, me: RunClaim) {
+  private async acquireOn(client: PgClient, me: RunClaim): Promise<AcquireOutcome> {
     await client.query("BEGIN");
     let taken: { record: RunRecord; epoch: number; stale: boolean } | undefined;
     let holder: RunRecord | undefined;
@@ -291,8 +216,8 @@ export class PostgresLeaseStore implements LeaseStore {
       const stale = [this.stackKey, this.waiterStaleMs];
       await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND seen_at < clock_timestamp() - $2 * interval '1 millisecond'`, stale);
       const placeKey = `${this.target.waiterTable}\u0000${this.stackKey}\u0000${this.waiterId}`;
-      const place = placesInQueue.get(placeKey);
-      const kept = place !== undefined && this.clock.now() - place.triedAt < this.waiterStaleMs ? place.since : null;
+      const place = this.waiter.places.get(placeKey);
+      const kept = place !== undefined && typeof place.since === "string" && this.clock.now() - place.triedAt < this.waiterStaleMs ? place.since : null;
       const queue = (
         await client.query<{ ahead: boolean; since: string }>(
           `WITH me AS (
@@ -306,7 +231,7 @@ export class PostgresLeaseStore implements LeaseStore {
         )
       ).rows[0]!;
       const queued = queue.ahead;
-      placesInQueue.set(placeKey, { since: queue.since, triedAt: this.clock.now() });
+      this.waiter.places.set(placeKey, { since: queue.since, triedAt: this.clock.now() });
       if (!row.released && row.unexpired && attended) {
         holder = previous;
         retryInMs = Math.max(0, Math.ceil(row.left_ms)) + 50;
@@ -315,14 +240,14 @@ export class PostgresLeaseStore implements LeaseStore {
         retryInMs = QUEUED_RETRY_MS;
       } else {
         const epoch = Number(row.epoch) + 1;
-        const record = successorRecord(previous, { ...me, epoch }, this.timing.ttlMs);
+        const record = this.rules.successor(previous, { ...me, epoch }, this.timing.ttlMs);
         await client.query(
           `UPDATE ${this.target.leaseTable} SET lease_id = $2, epoch = $3, run_id = $4, expires_at = now() + $5 * interval '1 millisecond', released = false, updated_at = now() WHERE stack_key = $1`,
           [this.stackKey, this.leaseId, epoch, me.runId, this.timing.ttlMs],
         );
         await this.upsert(client, record);
         await client.query(`DELETE FROM ${this.target.waiterTable} WHERE stack_key = $1 AND waiter_id = $2`, [this.stackKey, this.waiterId]);
-        placesInQueue.delete(placeKey);
+        this.waiter.places.delete(placeKey);
         // Our lease session's name says which epoch it holds: a successor sees whether we are still there.
         await client.query("SELECT set_config('application_name', $1, false)", [`${LEASE_SESSION_PREFIX}${this.leaseId}:${epoch}`]);
         taken = { record, epoch, stale: !row.released };
@@ -336,23 +261,10 @@ export class PostgresLeaseStore implements LeaseStore {
     if (!taken) return { acquired: false as const, ...(holder ? { holder } : {}), ...(retryInMs !== undefined ? { retryInMs } : {}) };
     this.held = { epoch: taken.epoch, runId: me.runId };
     this.named = true;
-    if (taken.stale) await this.endStaleSessions(client, taken.epoch).catch(() => undefined);
+    if (taken.stale) await endStaleSessions(client, this.leaseId, taken.epoch).catch(() => undefined);
     return { acquired: true as const, record: taken.record };
   }
 
-  /** Ends the sessions of runs with an older epoch of this lease (their lease session, engine, fence checks). */
-  private async endStaleSessions(client: PgClient, epoch: number): Promise<void> {
-    const prefixes = [ENGINE_SESSION_PREFIX, LEASE_SESSION_PREFIX, FENCE_SESSION_PREFIX].map((p) => `${p}${this.leaseId}:`);
-    const result = await client.query<{ pid: number; name: string }>(
-      "SELECT pid, application_name AS name FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND (left(application_name, $4) = $1 OR left(application_name, $5) = $2 OR left(application_name, $6) = $3)",
-      [...prefixes, ...prefixes.map((p) => p.length)],
-    );
-    const stale = result.rows.filter((row) => {
-      const older = /:([0-9]{1,15})$/.exec(row.name);
-      return older !== null && Number(older[1]) < epoch;
-    });
-    for (const row of stale) await client.query("SELECT pg_terminate_backend($1)", [row.pid]).catch(() => undefined);
-  }
 
   private async upsert(client: PgClient, record: RunRecord): Promise<void> {
     await client.query(
@@ -437,36 +349,7 @@ export class PostgresLeaseStore implements LeaseStore {
   }
 
   pulumiLocks(): Promise<PulumiLock[]> {
-    return this.once((client) => this.pulumiLocksOn(client));
-  }
-
-  private async pulumiLocksOn(client: PgClient): Promise<PulumiLock[]> {
-    const where = stackPath(this.stack, this.project);
-    // Keys are <prefix>.pulumi/locks/<org>/<project>/<stack>/<id>.json; matched here, not by LIKE ("_" is a LIKE wildcard).
-    const locksDir = `${this.target.keyPrefix}.pulumi/locks/`;
-    const result = await client.query<{ key: string; data: { data?: unknown } }>(
-      `SELECT key, data FROM ${this.target.pulumiTable} WHERE left(key, char_length($1)) = $1`,
-      [locksDir],
-    );
-    const locks: PulumiLock[] = [];
-    for (const row of result.rows) {
-      const parts = row.key.slice(this.target.keyPrefix.length).split("/");
-      if (parts.length !== 6 || parts[3] !== where.project || parts[4] !== where.stack || (where.org !== undefined && parts[2] !== where.org)) continue;
-      if (!parts[5]!.endsWith(".json")) continue;
-      let content: { pid?: unknown; hostname?: unknown; timestamp?: unknown } = {};
-      try {
-        content = JSON.parse(Buffer.from(String(row.data?.data ?? ""), "base64").toString("utf8"));
-      } catch {
-        // unreadable: a holder we know nothing of (never provably gone)
-      }
-      locks.push({
-        key: row.key,
-        pid: typeof content.pid === "number" ? content.pid : -1,
-        hostname: typeof content.hostname === "string" ? content.hostname : "",
-        ...(typeof content.timestamp === "string" ? { timestamp: content.timestamp } : {}),
-      });
-    }
-    return locks;
+    return this.once((client) => pulumiLockRows(client, this.target, this.project, this.stack));
   }
 
   async removePulumiLock(lock: PulumiLock): Promise<void> {

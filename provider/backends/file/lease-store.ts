@@ -1,14 +1,14 @@
 // The run lease of a file backend: a generation-numbered lease file that one
 // exclusive link publishes, renewed by its holder.
-import type { PulumiLock } from "../model";
-import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { readLockHolders } from "../backend";
-import { assertValidStackName } from "../model";
-import { RunClaim, RunRecord, parseRunRecord, Here, HERE, leaseStateOf, successorRecord, LeaseStore, stackPath } from "./record";
-import { writePrivate, privateDirs } from "../../client/shared-state";
 import { type Clock, systemClock } from "../../clock";
+import type { AcquireOutcome, LeaseRules, LeaseStore, LeaseStoreOptions, PulumiLock } from "../backend";
+import { FILE_LEASE_TIMING, parseRunRecord, type RunClaim, type RunRecord, stackPath } from "../run-record";
+import { assertValidStackName } from "../stack-name";
+import { PROCESS_WAITER, type Waiter } from "../waiter";
+import { privateDirs, writePrivate } from "./private-files";
+import { readLockHolders } from "./pulumi-locks";
 
 const LEASE_FILE = /^lease-(\d{1,15})\.json$/;
 const WAITER_FILE = /^([A-Za-z0-9_-]{1,64})\.json$/;
@@ -20,12 +20,6 @@ const WAITER_FILE = /^([A-Za-z0-9_-]{1,64})\.json$/;
  */
 export const FILE_WAITER_STALE_MS = 8_000;
 
-/** This process's id in a file lease's queue of waiters (a waiter is a replica, as on PostgreSQL: postgres-store.ts). */
-const PROCESS_WAITER_ID = randomUUID();
-
-/** Where this process stood in each queue, so that its next store takes the place back after a close (postgres-store.ts). */
-const placesInQueue = new Map<string, { readonly since: number; readonly triedAt: number }>();
-
 /**
  * A file backend's lease: `<backend>/.user-groups/leases/<project>/<stack>/lease-<n>.json`.
  * Each new holder publishes generation n+1 with an exclusive link, so of two
@@ -33,24 +27,31 @@ const placesInQueue = new Map<string, { readonly since: number; readonly triedAt
  * alone rewrites its own generation. Waiters are served first come: each
  * (process) keeps a file in `<backend>/.user-groups/lease-waiters/<project>/<stack>/` (when it began to wait, when it last tried), and a
  * free lease goes to the live waiter that began first (PostgreSQL's rule,
- * postgres-store.ts; here on this host's clock, so across hosts only as fair as
+ * postgres/lease-store.ts; here on this host's clock, so across hosts only as fair as
  * their clocks agree).
  */
 export class FileLeaseStore implements LeaseStore {
   onLost: (() => void) | undefined;
+  readonly timing = FILE_LEASE_TIMING;
   private readonly dir: string;
   private held: number | undefined;
   private readonly waiters: string;
+  private readonly rules: LeaseRules;
+  private readonly clock: Clock;
+  private readonly waiter: Waiter;
+  /** Who waits in the lease's queue: this process, or as told (tests play several replicas). */
+  private readonly waiterId: string;
 
   constructor(
     private readonly backendDir: string,
     private readonly project: string,
     private readonly stack: string,
-    private readonly here: Here = HERE,
-    private readonly clock: Clock = systemClock,
-    /** Who waits in the lease's queue: this process, or as told (tests play several replicas). */
-    private readonly waiterId: string = PROCESS_WAITER_ID,
+    options: LeaseStoreOptions,
   ) {
+    this.rules = options.rules;
+    this.clock = options.clock ?? systemClock;
+    this.waiter = options.waiter ?? PROCESS_WAITER;
+    this.waiterId = options.waiterId ?? this.waiter.id;
     this.dir = path.join(backendDir, ".user-groups", "leases", project, encodeURIComponent(assertValidStackName(stack)));
     this.waiters = path.join(backendDir, ".user-groups", "lease-waiters", project, encodeURIComponent(stack));
   }
@@ -86,15 +87,15 @@ export class FileLeaseStore implements LeaseStore {
   /** When this waiter began to wait: where it stood while it is live (closed stores too), else now (a new wait). */
   private queuedSince(now: number): number {
     const key = path.join(this.waiters, this.waiterId);
-    const place = placesInQueue.get(key);
-    const since = place !== undefined && now - place.triedAt <= FILE_WAITER_STALE_MS ? Math.min(place.since, now) : now;
-    placesInQueue.set(key, { since, triedAt: now });
+    const place = this.waiter.places.get(key);
+    const since = place !== undefined && typeof place.since === "number" && now - place.triedAt <= FILE_WAITER_STALE_MS ? Math.min(place.since, now) : now;
+    this.waiter.places.set(key, { since, triedAt: now });
     return since;
   }
 
   /** Out of the queue: `forget` when the lease was taken (else the place is kept for this process's next store). */
   private leaveQueue(forget: boolean): void {
-    if (forget) placesInQueue.delete(path.join(this.waiters, this.waiterId));
+    if (forget) this.waiter.places.delete(path.join(this.waiters, this.waiterId));
     rmSync(path.join(this.waiters, `${this.waiterId}.json`), { force: true });
   }
 
@@ -121,7 +122,7 @@ export class FileLeaseStore implements LeaseStore {
   }
 
   /** `breakLive`: a person decided the holder is gone (`recover --break-lease`); its record is inherited as a dead run's. */
-  async tryAcquire(me: RunClaim, options: { readonly breakLive?: boolean } = {}) {
+  async tryAcquire(me: RunClaim, options: { readonly breakLive?: boolean } = {}): Promise<AcquireOutcome> {
     privateDirs(this.backendDir, this.dir);
     const generations = this.generations();
     const current = generations.at(-1) ?? 0;
@@ -130,9 +131,9 @@ export class FileLeaseStore implements LeaseStore {
     const ahead = options.breakLive ? false : this.queue();
     if (previous === "missing") return { acquired: false as const }; // pruned under us: look again
     // A record that does not parse (torn by a crash, or not ours) holds nothing.
-    if (!options.breakLive && leaseStateOf(previous, this.clock.now(), this.here) === "live") return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
+    if (!options.breakLive && previous !== undefined && !previous.released && this.rules.holderLive(previous, this.clock.now())) return { acquired: false as const, ...(previous ? { holder: previous } : {}) };
     if (ahead) return { acquired: false as const };
-    const record = successorRecord(previous, me);
+    const record = this.rules.successor(previous, me, this.timing.ttlMs);
     if (!writePrivate(this.fileOf(current + 1), `${JSON.stringify(record)}\n`, true)) return { acquired: false as const };
     this.leaveQueue(true);
     this.held = current + 1;

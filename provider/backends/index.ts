@@ -1,0 +1,53 @@
+// backends/: a shared state backend is one folder behind one interface
+// (backend.ts): the run lease with epochs and renewal, the fence, Pulumi's own
+// stack lock, the shard directory's storage, the rate budget's slots. This file
+// is the registry: `backendFor(url)` chooses the adapter by the URL's scheme.
+// Adding a backend: a folder that implements BackendAdapter, one line in
+// ADAPTERS, and test/backends/conformance.ts run against it.
+import type { BackendAdapter, RunFence, SharedBackend, SlotRules, SlotStore } from "./backend";
+import { fileAdapter } from "./file";
+import { postgresAdapter } from "./postgres";
+
+/** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, S3, ... have none yet). */
+const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter];
+
+/** The adapter of a backend URL's kind, or undefined for a backend without shared state of ours. */
+export function adapterFor(url: string): BackendAdapter | undefined {
+  return ADAPTERS.find((adapter) => adapter.handles(url));
+}
+
+/** The backend a URL names, or undefined for one without shared state of ours (no lease, no directory, no shared budget). */
+export function backendFor(url: string): SharedBackend | undefined {
+  return adapterFor(url)?.open(url);
+}
+
+/** In a provider process: the slot store a budget location names (RATE_BUDGET_ENV.store); undefined when no adapter reads it. */
+export function slotStoreAt(location: string, table: string | undefined, rules: SlotRules): SlotStore | undefined {
+  return adapterFor(location)?.slotStoreAt(location, table, rules);
+}
+
+/**
+ * In a provider process: the fence of its run, or undefined when the
+ * environment names none (a backend that does not fence, a provider run
+ * outside our automation). A malformed fence is refused by its adapter.
+ */
+export function runFenceFromEnv(env: NodeJS.ProcessEnv): RunFence | undefined {
+  for (const adapter of ADAPTERS) {
+    const fence = adapter.runFenceFromEnv?.(env);
+    if (fence !== undefined) return fence;
+  }
+  return undefined;
+}
+
+/** Where a run's provider processes share their key's rate budget: the stack's own backend ({} for one without). */
+export function rateBudgetEnv(backendUrl: string): Record<string, string> {
+  return backendFor(backendUrl)?.rateBudgetEnv() ?? {};
+}
+
+export * from "./backend";
+export { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCredentials } from "./backend-url";
+export * from "./file";
+export * from "./postgres";
+export * from "./run-record";
+export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
+export { PROCESS_WAITER, type QueuePlace, type Waiter } from "./waiter";
