@@ -59,16 +59,6 @@ interface Scan {
   readonly imports: Map<string, { mode: number; dirMode: number }>;
   /** How many times the directories were scanned. */
   passes: number;
-  /**
-   * Each file as last read (inode, size, change and modification times): a file read before and not written
-   * since holds what it held then, so a pass reads only what is new or changed. (Reading every file every pass
-   * spent the CPU the commands under test need.)
-   */
-  readonly read: Map<string, string>;
-}
-
-function newScan(): Scan {
-  return { hits: new Set(), imports: new Map(), passes: 0, read: new Map() };
 }
 
 function scanOnce(canaries: readonly string[], scan: Scan): void {
@@ -80,14 +70,7 @@ function scanOnce(canaries: readonly string[], scan: Scan): void {
       if (/state-import-[0-9a-f]+\.json$/.test(file) && !scan.imports.has(file)) {
         scan.imports.set(file, { mode: lstatSync(file).mode & 0o777, dirMode: lstatSync(path.dirname(file)).mode & 0o777 });
       }
-      const stat = lstatSync(file, { bigint: true });
-      const version = `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
-      if (scan.read.get(file) === version) continue;
-      const readAt = Date.now();
       text = readFileSync(file, "latin1");
-      // Kept only for a file quiet for 50 ms before the read: file times tick coarsely (a few ms), so a later write
-      // to a file modified just before the read could carry the same times; one quiet that long cannot.
-      if (readAt - Number(stat.mtimeNs / 1_000_000n) > 50) scan.read.set(file, version);
     } catch {
       continue; // removed between the listing and the read
     }
@@ -97,7 +80,7 @@ function scanOnce(canaries: readonly string[], scan: Scan): void {
 
 /** Scans every 15 ms while `run` lasts, then once more. */
 async function scanning<T>(canaries: readonly string[], run: () => Promise<T>): Promise<{ result: T; scan: Scan }> {
-  const scan = newScan();
+  const scan: Scan = { hits: new Set(), imports: new Map(), passes: 0 };
   let stop = false;
   const loop = (async () => {
     while (!stop) {
@@ -173,7 +156,7 @@ describe("no token in plaintext in any file, during or after each command", () =
   it("the scan finds a canary where one is (its own check)", () => {
     const planted = path.join(tmp, "automation-123456");
     writeFileSync(planted, JSON.stringify({ plaintext: tokens()[0] }));
-    const scan = newScan();
+    const scan: Scan = { hits: new Set(), imports: new Map(), passes: 0 };
     scanOnce(tokens(), scan);
     expect([...scan.hits]).toEqual([planted]);
     writeFileSync(planted, "");
