@@ -17,7 +17,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server/index";
-import { freePort } from "../../testkit/free-port";
+import { refusedPort } from "../../testkit/free-port";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type SilentListener, startSilentListener } from "../support/silent-listener";
 
@@ -82,7 +82,7 @@ beforeAll(async () => {
   server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
   silent = await startSilentListener();
   silentUrl = silent.url;
-  closedUrl = `http://127.0.0.1:${await freePort()}`;
+  closedUrl = `http://127.0.0.1:${await refusedPort()}`;
   strict = createServer((req, res) => {
     req.resume();
     req.on("end", () =>

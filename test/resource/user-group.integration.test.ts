@@ -3,10 +3,11 @@
 // through the life of its groups; each step checks what a user would see.
 import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
+import { story } from "../support/story";
 import { createUserGroupStack, loadPackage, readStoredState, type StackHandle } from "../support/user-group-stack";
 
 const CUSTOMER_KEY = "integration-customer-key-0001";
@@ -74,8 +75,12 @@ afterAll(async () => {
   await handle?.cleanup();
 });
 
+// Each test is a step of that one stack's life, from where the last left it (test/support/story.ts: a step whose
+// earlier steps did not pass is skipped, naming the one it builds on).
+const step = story();
+
 describe("UserGroup through the Automation API", () => {
-  it("creates groups, with the token as a secret output equal to the server's", async () => {
+  step("creates groups, with the token as a secret output equal to the server's", async () => {
     declared = {
       acme: { name: "Acme Corp", userGroupId: "acme", mapping: { sales: "warehouse-eu" }, properties: { region: "eu", seats: 40 } },
       acmeTest: { name: "Acme (test)", userGroupId: "acme", profile: "testing" },
@@ -90,14 +95,14 @@ describe("UserGroup through the Automation API", () => {
     rememberTokens();
   });
 
-  it("shows no changes in a preview and a refresh right after", async () => {
+  step("shows no changes in a preview and a refresh right after", async () => {
     const preview = await stack.preview({ expectNoChanges: true, ...run });
     expect(preview.changeSummary).toEqual({ same: 3 });
     const refresh = await stack.refresh({ expectNoChanges: true, ...run });
     expect(refresh.summary.resourceChanges).toEqual({ same: 3 });
   });
 
-  it("updates name and properties in place, keeping the token", async () => {
+  step("updates name and properties in place, keeping the token", async () => {
     const before = await tokenOutput("acme");
     declared.acme = { ...declared.acme!, name: "Acme Corporation", properties: { region: "eu", seats: 41 } };
     const up = await stack.up(run);
@@ -106,7 +111,7 @@ describe("UserGroup through the Automation API", () => {
     await stack.preview({ expectNoChanges: true });
   });
 
-  it("rotates the token in place when rotationTrigger changes", async () => {
+  step("rotates the token in place when rotationTrigger changes", async () => {
     const before = await tokenOutput("acme");
     declared.acme = { ...declared.acme!, rotationTrigger: "2026-12" };
     const up = await stack.up(run);
@@ -117,7 +122,7 @@ describe("UserGroup through the Automation API", () => {
     rememberTokens();
   });
 
-  it("picks up an out-of-band rotation and rename on refresh", async () => {
+  step("picks up an out-of-band rotation and rename on refresh", async () => {
     const rotated = await oob.rotateToken(await tokenOutput("acme"));
     rememberTokens();
     // Pulumi lists the group as unchanged (no declared input changed) but records the new token.
@@ -137,13 +142,13 @@ describe("UserGroup through the Automation API", () => {
     await stack.preview({ expectNoChanges: true });
   });
 
-  it("accepts a new API key without any change to the program or state", async () => {
+  step("accepts a new API key without any change to the program or state", async () => {
     await stack.setConfig("user-groups:apiKey", { value: CUSTOMER_KEY_2, secret: true });
     await stack.preview({ expectNoChanges: true });
     await stack.refresh({ expectNoChanges: true });
   });
 
-  it("notices an out-of-band delete on refresh, leaves nothing behind, and up creates it again", async () => {
+  step("notices an out-of-band delete on refresh, leaves nothing behind, and up creates it again", async () => {
     await oob.delete({ current_token: serverGroup("acme")!.token });
     const refresh = await stack.refresh(run);
     expect(refresh.summary.resourceChanges).toMatchObject({ delete: 1 });
@@ -154,7 +159,7 @@ describe("UserGroup through the Automation API", () => {
     rememberTokens();
   });
 
-  it("replaces the group when userGroupId changes", async () => {
+  step("replaces the group when userGroupId changes", async () => {
     declared.acme = { ...declared.acme!, userGroupId: "acme-2" };
     const up = await stack.up(run);
     expect(up.summary.resourceChanges).toEqual({ replace: 1, same: 2 });
@@ -164,7 +169,7 @@ describe("UserGroup through the Automation API", () => {
     rememberTokens();
   });
 
-  it("refuses to take over an existing group, then adopts it when asked", async () => {
+  step("refuses to take over an existing group, then adopts it when asked", async () => {
     const legacy = await oob.getOrCreate({ name: "Legacy", user_group_id: "legacy", properties: { tier: "gold" } });
     rememberTokens();
     const before = server.groups();
@@ -183,7 +188,7 @@ describe("UserGroup through the Automation API", () => {
     await stack.preview({ expectNoChanges: true });
   });
 
-  it("rejects invalid input before any request is sent, naming the property", async () => {
+  step("rejects invalid input before any request is sent, naming the property", async () => {
     const requestsBefore = server.journal().length;
     declared.broken = { name: "   ", userGroupId: "broken", mapping: { sales: 7 as unknown as string } };
     const error = await stack.up(run).then(() => undefined, (e: unknown) => e as Error);
@@ -194,7 +199,7 @@ describe("UserGroup through the Automation API", () => {
     delete declared.broken;
   });
 
-  it("refuses an asset in properties at check: it is no data (the engine has read it by then)", async () => {
+  step("refuses an asset in properties at check: it is no data (the engine has read it by then)", async () => {
     const requestsBefore = server.journal().length;
     declared.asset = { name: "Asset", userGroupId: "asset", properties: { file: new pulumi.asset.StringAsset("not data") as never } };
     const error = await stack.up(run).then(() => undefined, (e: unknown) => e as Error);
@@ -203,7 +208,7 @@ describe("UserGroup through the Automation API", () => {
     delete declared.asset;
   });
 
-  it("keeps tokens and API keys out of the state and the output, and the provider holds no credential", async () => {
+  step("keeps tokens and API keys out of the state and the output, and the provider holds no credential", async () => {
     const state = readStoredState(handle.env);
     const printed = handle.output.join("");
     for (const secret of [...seenTokens, CUSTOMER_KEY, CUSTOMER_KEY_2, TESTING_KEY]) {
@@ -222,7 +227,7 @@ describe("UserGroup through the Automation API", () => {
     for (const group of groups) expect(JSON.stringify(group).length).toBeLessThanOrEqual(2048);
   });
 
-  it("destroys every group, leaving the server empty", async () => {
+  step("destroys every group, leaving the server empty", async () => {
     const destroy = await stack.destroy(run);
     expect(destroy.summary.resourceChanges).toMatchObject({ delete: 4 });
     expect(server.groups().filter((g) => g.user_group_id !== "legacy" || g.environment !== "Customer")).toEqual([]);
