@@ -17,7 +17,7 @@ import {
   type Stack,
   type UpOptions,
 } from "@pulumi/pulumi/automation";
-import { cpSync } from "node:fs";
+import { cpSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { JournalEntry, StoredGroup } from "../fake-server/index.js";
 import { systemClock } from "../provider/clock.js";
@@ -130,10 +130,15 @@ export async function createTestStack(options: TestStackOptions): Promise<TestSt
     });
     undo.push(removeDir);
     if (options.projectDir !== undefined) {
-      cpSync(path.resolve(options.projectDir), workDir, {
-        recursive: true,
-        filter: (source) => !source.split(path.sep).some((part) => part === "node_modules" || part === DEFAULT_WORK_ROOT),
-      });
+      // Entry by entry: the work root is often inside the project (the default, with projectDir the test's own directory),
+      // and a directory cannot be copied into itself.
+      const from = path.resolve(options.projectDir);
+      const skip = (source: string): boolean => source.split(path.sep).some((part) => part === "node_modules" || part === DEFAULT_WORK_ROOT) || path.resolve(source) === dir;
+      for (const entry of readdirSync(from)) {
+        const source = path.join(from, entry);
+        if (skip(source) || dir.startsWith(`${path.resolve(source)}${path.sep}`)) continue;
+        cpSync(source, path.join(workDir, entry), { recursive: true, filter: (s) => !skip(s) });
+      }
     }
 
     const envVars: Record<string, string> = {
