@@ -60,6 +60,11 @@ export interface TestEmulator {
   readonly url: string;
   /** Whether this process started it (and `close()` stops it) or reuses one through its URL. */
   readonly owned: boolean;
+  /**
+   * The emulator itself when it runs in this process (emulatorOf, or startEmulator without a URL):
+   * its own keys, every group it holds, its journal and options; undefined when reused through its URL.
+   */
+  readonly server: FakeServer | undefined;
   namespace(options?: TestNamespaceOptions): Promise<TestNamespace>;
   /** Stops the emulator if this process started it. Safe to call twice. */
   close(): Promise<void>;
@@ -69,6 +74,8 @@ export interface TestEmulator {
 export interface StartEmulatorOptions {
   /** Reuse the emulator at this base URL (default: USER_GROUPS_EMULATOR_URL, else start one in process). */
   readonly baseUrl?: string;
+  /** false: start one in this process even when USER_GROUPS_EMULATOR_URL is set (a test that needs `server`). Default true. */
+  readonly reuse?: boolean;
   /** Its admin token (default USER_GROUPS_EMULATOR_ADMIN_TOKEN); needed off loopback. */
   readonly adminToken?: string;
   /** Options of the emulator started in process (a rate limit, seeded groups of its own keys, a journal size). */
@@ -77,7 +84,7 @@ export interface StartEmulatorOptions {
 
 /** An emulator: the one at `baseUrl` (or USER_GROUPS_EMULATOR_URL), else a new one in this process. */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<TestEmulator> {
-  const baseUrl = options.baseUrl ?? nonEmpty(process.env[EMULATOR_URL_ENV]);
+  const baseUrl = options.baseUrl ?? (options.reuse === false ? undefined : nonEmpty(process.env[EMULATOR_URL_ENV]));
   if (baseUrl !== undefined) return remoteEmulator(baseUrl, options.adminToken ?? nonEmpty(process.env[EMULATOR_ADMIN_TOKEN_ENV]));
   const { apiKeys, ...rest } = options.server ?? {};
   // The emulator's own key is never handed out: every test works in a namespace.
@@ -100,6 +107,7 @@ function inProcessEmulator(server: FakeServer, owned: boolean): TestEmulator {
   return {
     url: server.url,
     owned,
+    server,
     namespace: async (options = {}) => {
       const ns = server.namespace({ keys: options.keys, seed: options.seed });
       const secrets = ns.apiKeys.map((k) => k.key);
@@ -156,6 +164,7 @@ function remoteEmulator(baseUrl: string, adminToken: string | undefined): TestEm
   return {
     url: base,
     owned: false,
+    server: undefined,
     namespace: async (options = {}) => {
       const made = await admin<{ namespace: { id: string; apiKeys: Array<Required<ApiKeyConfig>> } }>("POST", "namespaces", {
         ...(options.keys === undefined ? {} : { keys: options.keys }),

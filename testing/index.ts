@@ -21,7 +21,7 @@ export {
 export { expectRequests, findRequests, RequestsNotAsExpectedError, type RequestCount, type RequestQuery } from "./requests.js";
 export { trackChanges, type ChangeCounts } from "./changes.js";
 export { userGroupMocks, type MockedUserGroup, type UserGroupMocksOptions } from "./mocks.js";
-export type { ApiKeyConfig, Environment, FakeServerOptions, FaultRuleInput, JournalEntry, SeedGroup, StoredGroup } from "../fake-server/index.js";
+export type { ApiKeyConfig, Environment, FakeServer, FakeServerOptions, FaultRuleInput, JournalEntry, SeedGroup, StoredGroup } from "../fake-server/index.js";
 export {
   CHECKS,
   DEFAULT_PACE,

@@ -17,7 +17,7 @@ import {
   type Stack,
   type UpOptions,
 } from "@pulumi/pulumi/automation";
-import { cpSync } from "node:fs";
+import { cpSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { JournalEntry, StoredGroup } from "../fake-server/index.js";
 import { systemClock } from "../provider/clock.js";
@@ -44,6 +44,14 @@ export interface TestStackOptions {
   readonly namespace?: TestNamespaceOptions;
   /** Stack config set before the first run (`{ value, secret }`; keys may use path syntax). */
   readonly config?: ConfigMap;
+  /**
+   * Where the provider finds the emulator: "environment" (default) puts the namespace's URL and key in
+   * USER_GROUPS_BASE_URL and USER_GROUPS_API_KEY; "none" leaves them out, for a test of credentials your
+   * program or the stack's config gives (`namespace.url` and `namespace.key` are still yours to use).
+   */
+  readonly credentials?: "environment" | "none";
+  /** The secrets provider's passphrase (default a random one). */
+  readonly passphrase?: string;
   /** More environment for the engine and the provider (wins over the defaults). */
   readonly envVars?: Readonly<Record<string, string>>;
   /** The directory the stack's private directory is made in (default `.user-groups-test` under the current directory). */
@@ -118,21 +126,26 @@ export async function createTestStack(options: TestStackOptions): Promise<TestSt
       ...(options.workRoot === undefined ? {} : { workRoot: options.workRoot }),
       ...(options.pulumiBinDir === undefined ? {} : { pulumiBinDir: options.pulumiBinDir }),
       ...(options.isolatedPulumiHome === undefined ? {} : { isolatedPulumiHome: options.isolatedPulumiHome }),
+      ...(options.passphrase === undefined ? {} : { passphrase: options.passphrase }),
     });
     undo.push(removeDir);
     if (options.projectDir !== undefined) {
-      cpSync(path.resolve(options.projectDir), workDir, {
-        recursive: true,
-        filter: (source) => !source.split(path.sep).some((part) => part === "node_modules" || part === DEFAULT_WORK_ROOT),
-      });
+      // Entry by entry: the work root is often inside the project (the default, with projectDir the test's own directory),
+      // and a directory cannot be copied into itself.
+      const from = path.resolve(options.projectDir);
+      const skip = (source: string): boolean => source.split(path.sep).some((part) => part === "node_modules" || part === DEFAULT_WORK_ROOT) || path.resolve(source) === dir;
+      for (const entry of readdirSync(from)) {
+        const source = path.join(from, entry);
+        if (skip(source) || dir.startsWith(`${path.resolve(source)}${path.sep}`)) continue;
+        cpSync(source, path.join(workDir, entry), { recursive: true, filter: (s) => !skip(s) });
+      }
     }
 
     const envVars: Record<string, string> = {
       ...engineEnv,
       // On-disk TypeScript programs: type-checking is the test's typecheck's job.
       PULUMI_NODEJS_TRANSPILE_ONLY: "true",
-      USER_GROUPS_BASE_URL: namespace.url,
-      USER_GROUPS_API_KEY: namespace.key,
+      ...(options.credentials === "none" ? {} : { USER_GROUPS_BASE_URL: namespace.url, USER_GROUPS_API_KEY: namespace.key }),
       // The emulator has no rate limit unless asked for one: no client-side pacing either.
       USER_GROUPS_RATE_LIMIT: "off",
       ...options.envVars,
@@ -145,19 +158,24 @@ export async function createTestStack(options: TestStackOptions): Promise<TestSt
     if (options.config !== undefined && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config, true);
 
     const secrets = [envVars["PULUMI_CONFIG_PASSPHRASE"]!, ...namespace.apiKeys.map((k) => k.key)];
-    const run = async (step: string, body: (onEvent: ReturnType<typeof trackChanges>["onEvent"]) => Promise<{ stdout: string }>): Promise<RunResult> => {
+    const run = async (
+      step: string,
+      body: (onEvent: ReturnType<typeof trackChanges>["onEvent"]) => Promise<{ stdout: string; outputs?: OutputMap }>,
+    ): Promise<RunResult> => {
       const started = systemClock.now();
       const tracker = trackChanges();
       let stdout: string;
+      let outputs: OutputMap | undefined;
       try {
-        ({ stdout } = await body(tracker.onEvent));
+        ({ stdout, outputs } = await body(tracker.onEvent));
       } catch (error) {
         // The engine's message, never the environment: scrubbed of the passphrase, keys and token-shaped runs.
         const message = error instanceof Error ? error.message : String(error);
         throw new UserGroupsError("test_stack_failed", `${step} failed: ${scrub(message, secrets)}`);
       }
       const requests = (await namespace.requests()).filter((entry) => Date.parse(entry.time) >= started);
-      return { outputs: await stack.outputs(), requests, changes: tracker.counts(), stdout };
+      // An up's result holds the outputs; the other runs ask the stack (one more engine command).
+      return { outputs: outputs ?? (await stack.outputs()), requests, changes: tracker.counts(), stdout };
     };
     let disposing: Promise<void> | undefined;
     const dispose = (): Promise<void> => (disposing ??= cleanup());

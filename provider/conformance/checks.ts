@@ -7,108 +7,29 @@
 // A check marked "write" creates groups (ids from the context: prefixed, in the
 // ledger before they are sent) and is left out for a read-only key; a
 // "read-only" check runs only with one; "any" runs with both.
-import { API_PATH, MAX_ID_CHARS, MAX_MAPPING_KEYS, MAX_NAME_CHARS, type Environment } from "../wire/schemas";
-import type { Answer, SendOptions } from "./session";
+import { API_PATH, MAX_ID_CHARS, MAX_MAPPING_KEYS, MAX_NAME_CHARS } from "../wire/schemas";
+import {
+  authFailure,
+  authFailureOn,
+  type Check,
+  create,
+  failure,
+  type FactValue,
+  field400,
+  fields,
+  group,
+  type Json,
+  NOT_CREATED,
+  obj,
+  outcome,
+  TOKEN,
+  tokenOf,
+  valid,
+} from "./check-kit";
+import { WIRE_TEST_CHECKS } from "./checks-wire-tests";
 
-/** A fact about the answers: never a token or a key. */
-export type FactValue = string | number | boolean | null | readonly string[];
-export type Facts = Record<string, FactValue>;
+export type { Check, CheckContext, CheckMode, Facts, FactValue } from "./check-kit";
 
-export interface CheckContext {
-  send(method: string, body: unknown, options?: SendOptions): Promise<Answer>;
-  /** A group id for this check: `<prefix>-<run id>-<slug>`, written to the ledger before it is returned. */
-  id(slug: string): Promise<string>;
-  readonly readOnly: boolean;
-  /** The key's environment, when known. */
-  readonly environment: Environment | undefined;
-}
-
-export type CheckMode = "any" | "write" | "read-only";
-
-export interface Check {
-  /** Stable, kebab-case: the fixture's key. */
-  readonly id: string;
-  /** The contract's clause (W1...). */
-  readonly clause: string;
-  readonly title: string;
-  readonly mode: CheckMode;
-  /** What the contract says the facts are. */
-  expected(ctx: CheckContext): Facts;
-  run(ctx: CheckContext): Promise<Facts>;
-}
-
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Json) : {});
-const TOKEN = /^[0-9a-f]{64}$/;
-
-/** `{ status, code }`: the error's code, or "ok" for `success: 1`, or "(none)". */
-function outcome(answer: Answer): Facts {
-  const body = obj(answer.json);
-  const code = body["success"] === 1 ? "ok" : typeof obj(body["error"])["code"] === "string" ? String(obj(body["error"])["code"]) : "(none)";
-  return { status: answer.status, code };
-}
-
-/** The W3 shape of a failure: success 0, an error with a code and a message. */
-function errorShape(answer: Answer): boolean {
-  const body = obj(answer.json);
-  const error = obj(body["error"]);
-  return body["success"] === 0 && typeof error["code"] === "string" && /^[a-z][a-z0-9_]*$/.test(error["code"]) && typeof error["message"] === "string";
-}
-
-const fields = (value: unknown): string[] => Object.keys(obj(value)).sort();
-const group = (answer: Answer): Json => obj(obj(answer.json)["user_group"]);
-const tokenOf = (answer: Answer): string => String(group(answer)["token"] ?? "");
-
-/** A failure check of one request: its status and code. */
-function failure(
-  id: string,
-  clause: string,
-  title: string,
-  mode: CheckMode,
-  status: number,
-  code: string,
-  send: (ctx: CheckContext) => Promise<Answer>,
-  extra?: { expected: Facts; observe: (answer: Answer) => Facts },
-): Check {
-  return {
-    id,
-    clause,
-    title,
-    mode,
-    expected: () => ({ status, code, "W3 error body": true, ...extra?.expected }),
-    run: async (ctx) => {
-      const answer = await send(ctx);
-      return { ...outcome(answer), "W3 error body": errorShape(answer), ...extra?.observe(answer) };
-    },
-  };
-}
-
-/**
- * The id every request that must not create sends: prefixed and in the ledger like the
- * others, so a target that wrongly accepts one leaves nothing the clean-up misses.
- */
-const NOT_CREATED = "must-not-exist";
-const valid = async (ctx: CheckContext): Promise<Json> => ({ name: "Conformance", user_group_id: await ctx.id(NOT_CREATED) });
-
-/** Creates a group for a check; the id is in the ledger first. */
-async function create(ctx: CheckContext, slug: string, extra: Json = {}): Promise<{ id: string; answer: Answer }> {
-  const id = await ctx.id(slug);
-  return { id, answer: await ctx.send("GET", { name: `Conformance ${slug}`, user_group_id: id, ...extra }) };
-}
-
-const authFailure = (id: string, title: string, header: (key: string) => string | null): Check =>
-  failure(id, "W1", title, "any", 401, "unauthorized", async (ctx) => ctx.send("GET", await valid(ctx), { authorization: header("") }), {
-    expected: { "WWW-Authenticate": true },
-    observe: (a) => ({ "WWW-Authenticate": a.headers["www-authenticate"] !== undefined }),
-  });
-
-/** A request that breaks a field rule; `body` gets the check's (never created) id. */
-/** A request of `method` without Authorization: 401 comes before any other refusal. */
-const authFailureOn = (id: string, title: string, method: string): Check =>
-  failure(id, "W1", title, "any", 401, "unauthorized", async (ctx) => ctx.send(method, { user_group_id: await ctx.id(NOT_CREATED), current_token: "0".repeat(64) }, { authorization: null }));
-
-const field400 = (id: string, title: string, code: string, body: (groupId: string) => Json): Check =>
-  failure(id, "W4", title, "any", 400, code, async (ctx) => ctx.send("GET", body(await ctx.id(NOT_CREATED))));
 
 export const CHECKS: readonly Check[] = [
   // ---- W1 authentication ----
@@ -313,9 +234,9 @@ export const CHECKS: readonly Check[] = [
   {
     id: "put-updates",
     clause: "W6",
-    title: "PUT replaces the fields given, keeps the token, answers with api_environment_tag and no new_user_group",
+    title: "PUT replaces the fields given, keeps the token and team id, answers with api_environment_tag and no new_user_group",
     mode: "write",
-    expected: (ctx) => ({ status: 200, "group fields": ["api_environment_tag", "name", "properties", "provided_id", "team_id", "token"], "answer fields": ["success", "user_group"], "name replaced": true, "token kept": true, ...(ctx.environment === undefined ? {} : { api_environment_tag: ctx.environment }) }),
+    expected: (ctx) => ({ status: 200, "group fields": ["api_environment_tag", "name", "properties", "provided_id", "team_id", "token"], "answer fields": ["success", "user_group"], "name replaced": true, "token kept": true, "team_id kept": true, ...(ctx.environment === undefined ? {} : { api_environment_tag: ctx.environment }) }),
     run: async (ctx) => {
       const first = await create(ctx, "update");
       const answer = await ctx.send("PUT", { user_group_id: first.id, name: "Renamed", unknown_field: "ignored" });
@@ -325,6 +246,7 @@ export const CHECKS: readonly Check[] = [
         "answer fields": fields(answer.json),
         "name replaced": group(answer)["name"] === "Renamed",
         "token kept": tokenOf(answer) === tokenOf(first.answer),
+        "team_id kept": group(answer)["team_id"] === group(first.answer)["team_id"],
         ...(ctx.environment === undefined ? {} : { api_environment_tag: String(group(answer)["api_environment_tag"]) }),
       };
     },
@@ -406,4 +328,5 @@ export const CHECKS: readonly Check[] = [
       };
     },
   },
+  ...WIRE_TEST_CHECKS,
 ];

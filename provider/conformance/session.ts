@@ -18,6 +18,10 @@ export interface Answer {
 export interface SendOptions {
   /** null: no Authorization header; a string: this header instead of `Token <key>`. */
   readonly authorization?: string | null;
+  /** The scheme word before the key (default `Token`). */
+  readonly scheme?: string;
+  /** true: the key with its letters' case swapped (the key itself never leaves the session). */
+  readonly swapKeyCase?: boolean;
   /** null: no Content-Type; default application/json. */
   readonly contentType?: string | null;
   /** Default /api/user. */
@@ -70,7 +74,7 @@ export class Session {
   private async sendOnce(method: string, body: unknown, options: SendOptions): Promise<Answer> {
     this.sent += 1;
     const headers: Record<string, string> = {};
-    if (options.authorization === undefined) headers["authorization"] = `Token ${this.key}`;
+    if (options.authorization === undefined) headers["authorization"] = `${options.scheme ?? "Token"} ${options.swapKeyCase === true ? swapCase(this.key) : this.key}`;
     else if (options.authorization !== null) headers["authorization"] = options.authorization;
     const contentType = options.contentType === undefined ? "application/json" : options.contentType;
     if (contentType !== null) headers["content-type"] = contentType;
@@ -100,4 +104,9 @@ export class Session {
     }
     return { status: res.statusCode, headers: res.headers, json };
   }
+}
+
+/** `aB1` -> `Ab1`. */
+function swapCase(text: string): string {
+  return [...text].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join("");
 }

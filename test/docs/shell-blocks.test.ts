@@ -15,10 +15,11 @@
 // waits for it: an emulator that outlived that would hold the run until its
 // time ran out.
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { type Block, fencedBlocks } from "../support/doc-blocks";
 import { REPO_ROOT } from "../support/pulumi-env";
 
 /**
@@ -53,36 +54,6 @@ function runScript(script: string, cwd: string, env: NodeJS.ProcessEnv, timeoutM
 const DOCS = ["README.md", "docs/cli.md", "docs/gitops.md", "docs/observability.md", "docs/fleet-replicas.md"];
 /** The docs whose shell blocks make the flow (the others add to it). */
 const FLOW_DOCS = ["README.md", "docs/cli.md", "docs/gitops.md"];
-const SKIP = /^<!-- docs-test: skip: (.+) -->$/;
-
-interface Block {
-  readonly doc: string;
-  readonly line: number;
-  readonly info: string;
-  readonly text: string;
-  /** The reason given on the line before it, when it is not run. */
-  readonly skip?: string;
-}
-
-/** Every fenced block of a Markdown file, with the skip marker before it. */
-function fencedBlocks(doc: string, markdown: string): Block[] {
-  const lines = markdown.split("\n");
-  const blocks: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    // A fence may be indented (a block in a list item): its lines are, by as much.
-    const open = /^( *)```(\S.*)?$/.exec(lines[i]!);
-    if (open === null) continue;
-    const indent = open[1]!;
-    const start = i;
-    const body: string[] = [];
-    for (i++; i < lines.length && lines[i] !== `${indent}\`\`\``; i++) body.push(lines[i]!.startsWith(indent) ? lines[i]!.slice(indent.length) : lines[i]!);
-    let before = start - 1;
-    while (before >= 0 && lines[before]!.trim() === "") before--;
-    const skip = before >= 0 ? SKIP.exec(lines[before]!.trim())?.[1] : undefined;
-    blocks.push({ doc, line: start + 1, info: open[2] ?? "", text: body.join("\n"), ...(skip !== undefined ? { skip } : {}) });
-  }
-  return blocks;
-}
 
 /** How the README says to stop the emulator, as written there (a code span). */
 const STOP_EMULATOR = (() => {
@@ -96,7 +67,7 @@ function scriptOf(blocks: readonly Block[]): string {
   const parts = ["set -euo pipefail"];
   for (const block of blocks) {
     const file = /^\w+ (\S+)$/.exec(block.info)?.[1];
-    if (block.info === "sh" && block.skip === undefined) {
+    if (block.info === "sh" && block.skip === undefined && block.runBy === undefined) {
       parts.push(`printf '\\n### %s\\n' ${JSON.stringify(`${block.doc}:${block.line}`)}`, block.text);
     } else if (file !== undefined) {
       if (file.includes("/") || file.startsWith(".")) throw new Error(`${block.doc}:${block.line}: a file block writes into the directory only, not ${file}`);
@@ -130,7 +101,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("the docs' shell blocks", () => {
   it("each doc has blocks that run, and every block left out says why", () => {
-    for (const doc of [...FLOW_DOCS, "docs/observability.md"]) expect(all.filter((b) => b.doc === doc && b.info === "sh" && b.skip === undefined).length, doc).toBeGreaterThan(0);
+    for (const doc of [...FLOW_DOCS, "docs/observability.md"]) expect(all.filter((b) => b.doc === doc && b.info === "sh" && b.skip === undefined && b.runBy === undefined).length, doc).toBeGreaterThan(0);
     // Nothing that needs a terminal: every `pulumi up`, `destroy` or `refresh` of a block runs without asking.
     for (const block of all.filter((b) => b.info === "sh" && b.skip === undefined)) {
       for (const line of block.text.split("\n").filter((l) => /\bpulumi (up|destroy|refresh)\b/.test(l))) expect(line, `${block.doc}:${block.line}`).toMatch(/ --yes\b/);
@@ -138,20 +109,26 @@ describe("the docs' shell blocks", () => {
     }
     const skipped = all.filter((b) => b.skip !== undefined);
     for (const block of skipped) expect(block.info, `${block.doc}:${block.line}`).toBe("sh");
-    // What cannot run here, and nothing else: the registry, the real service, a clone of the repository.
+    // What cannot run here, and nothing else: the registry, the real service, the whole suite in a clone.
     expect(skipped.map((b) => b.skip).sort()).toEqual([
       "needs the npm registry; the test installs this repository's package in its place",
       "needs the npm registry; the test installs this repository's package in its place",
       "needs the real service and its API key",
       "needs the real service and its API key",
-      "runs in a clone of this repository",
-      "runs in a clone of this repository",
-      "runs in a clone of this repository",
+      "runs in a clone of this repository: npm start and npm test are the suite itself",
     ]);
+    // Install from a checkout: run as written by the test named, which finds them by that marker.
+    const elsewhere = all.filter((b) => b.runBy !== undefined);
+    expect(elsewhere.map((b) => `${b.doc} -> ${b.runBy!.file}`)).toEqual(["README.md -> test/package/pack.test.ts", "README.md -> test/package/pack.test.ts"]);
+    for (const block of elsewhere) {
+      expect(block.info, `${block.doc}:${block.line}`).toBe("sh");
+      expect(existsSync(path.join(REPO_ROOT, block.runBy!.file))).toBe(true);
+      expect(readFileSync(path.join(REPO_ROOT, block.runBy!.file), "utf8")).toContain(`blocksRunBy("${block.doc}", "${block.runBy!.file}")`);
+    }
     // A skip marker must sit right before a block: none is left dangling.
     for (const doc of DOCS) {
-      const markers = readFileSync(path.join(REPO_ROOT, doc), "utf8").match(/<!-- docs-test: skip: .+ -->/g) ?? [];
-      expect(markers.length, doc).toBe(skipped.filter((b) => b.doc === doc).length);
+      const markers = readFileSync(path.join(REPO_ROOT, doc), "utf8").match(/<!-- docs-test: .+ -->/g) ?? [];
+      expect(markers.length, doc).toBe(all.filter((b) => b.doc === doc && (b.skip !== undefined || b.runBy !== undefined)).length);
     }
   });
 

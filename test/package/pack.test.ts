@@ -1,16 +1,22 @@
-// The package as a user gets it: `npm pack` of the built repository, the tarball's
-// file list, then a real `npm install <tarball>` into a fresh project outside the
-// repository (so nothing can resolve from the repository's own node_modules), and
-// from that install: the fake server's bin, a `pulumi up` of an on-disk program that
-// declares a UserGroup, and `user-groups preview`. dist/ is built by `pretest`.
+// The package as a user gets it, installed from a checkout the way README.md says
+// (its blocks marked "run by test/package/pack.test.ts", run as written in a
+// script, no terminal, no added flag): beside a clone of the repository (this
+// checkout's files, with a hard-linked node_modules standing in for `npm ci`),
+// `npm pack` builds and writes the tarball and a fresh project outside the
+// repository installs it (so nothing can resolve from the repository's own
+// node_modules); then the tarball's file list, and from that install the fake
+// server's bin, a `pulumi up` of an on-disk program that declares a UserGroup,
+// and `user-groups preview`; and the README's plugin block: `npm run release`
+// in the clone, served by Python, installed by `pulumi plugin install`.
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type CliRun, watchServer } from "../fake-server/cli-process";
+import { blocksRunBy } from "../support/doc-blocks";
 
 const REPO_ROOT = path.resolve(__dirname, "../..");
 const run = promisify(execFile);
@@ -45,6 +51,60 @@ function childEnv(tmp: string, extra: Record<string, string> = {}): NodeJS.Proce
   return { ...inherited, PULUMI_HOME: path.join(tmp, "pulumi-home"), PULUMI_SKIP_UPDATE_CHECK: "true", ...extra, PATH: pathValue };
 }
 
+/** README's install-from-a-checkout blocks, in order: the package, then the plugin. */
+const README_BLOCKS = blocksRunBy("README.md", "test/package/pack.test.ts");
+
+/**
+ * A clone of this checkout in `dir`/pulumi-user-groups: its files as git sees them (tracked, and
+ * new ones not ignored) and, standing in for `npm ci`, node_modules hard-linked (copied where
+ * links cannot cross file systems). Nothing it builds lands in the repository.
+ */
+async function cloneCheckout(dir: string): Promise<string> {
+  const clone = path.join(dir, "pulumi-user-groups");
+  const { stdout } = await run("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+  for (const file of stdout.split("\0").filter(Boolean)) {
+    const from = path.join(REPO_ROOT, file);
+    if (!statSync(from, { throwIfNoEntry: false })?.isFile()) continue; // deleted in the work tree
+    mkdirSync(path.dirname(path.join(clone, file)), { recursive: true });
+    copyFileSync(from, path.join(clone, file));
+    chmodSync(path.join(clone, file), statSync(from).mode & 0o777);
+  }
+  await run("cp", ["-al", path.join(REPO_ROOT, "node_modules"), path.join(clone, "node_modules")]).catch(() =>
+    run("cp", ["-a", path.join(REPO_ROOT, "node_modules"), path.join(clone, "node_modules")]),
+  );
+  // The tools `npm test` built already (build/, not the release): `npm run release`'s incremental
+  // `build:tools` then checks them instead of compiling them all again. It compiles what changed.
+  if (existsSync(path.join(REPO_ROOT, "build", "tools.tsbuildinfo"))) {
+    cpSync(path.join(REPO_ROOT, "build"), path.join(clone, "build"), { recursive: true, filter: (source) => !source.startsWith(path.join(REPO_ROOT, "build", "release")) });
+  }
+  return clone;
+}
+
+/** Runs a README block as written, from `cwd`, in bash -euo pipefail; rejects with its output when it fails. */
+async function runBlock(text: string, cwd: string, env: NodeJS.ProcessEnv, isolateNetwork = false): Promise<string> {
+  const script = `set -euo pipefail\n${text}\n`;
+  // The plugin block serves on a fixed port (8765): in a network namespace of its own when the
+  // system allows one, so parallel runs on one machine cannot meet there.
+  const [command, args] = isolateNetwork && (await canIsolateNetwork()) ? ["unshare", ["-rn", "bash", "-c", `ip link set lo up && bash -c ${shellQuote(script)}`]] : ["bash", ["-c", script]];
+  try {
+    const { stdout, stderr } = await run(command, args as string[], { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 540_000 });
+    return stdout + stderr;
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`README block failed: ${e.message}\n${(e.stdout ?? "").slice(-4000)}\n${(e.stderr ?? "").slice(-4000)}`);
+  }
+}
+
+const shellQuote = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`;
+
+let isolation: Promise<boolean> | undefined;
+function canIsolateNetwork(): Promise<boolean> {
+  return (isolation ??= run("unshare", ["-rn", "ip", "link", "set", "lo", "up"]).then(
+    () => true,
+    () => false,
+  ));
+}
+
 describe("the npm package", () => {
   let tmp = "";
   let project = "";
@@ -55,18 +115,15 @@ describe("the npm package", () => {
   beforeAll(async () => {
     tmp = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ug-pack-")));
     chmodSync(tmp, 0o700);
-    // --ignore-scripts: `prepack` would rebuild dist/ under the other test files' feet.
-    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", tmp], { cwd: REPO_ROOT, env: childEnv(tmp) });
-    packed = (JSON.parse(stdout) as PackResult[])[0] as PackResult;
-
-    project = path.join(tmp, "project");
-    mkdirSync(project);
-    writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "packed-consumer", version: "1.0.0", private: true }));
-    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", path.join(tmp, packed.filename)], {
-      cwd: project,
-      env: childEnv(tmp),
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    expect(README_BLOCKS.length).toBe(2);
+    const clone = await cloneCheckout(tmp);
+    // The user's npm settings, not flags of the block: the cache first (the registry only for what it lacks), no audit.
+    await runBlock(README_BLOCKS[0]!.text, tmp, childEnv(tmp, { npm_config_prefer_offline: "true", npm_config_audit: "false", npm_config_fund: "false" }));
+    const version = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+    const filename = `pulumi-user-groups-${version}.tgz`;
+    const { stdout: listed } = await run("tar", ["-tzf", path.join(clone, filename)], { maxBuffer: 16 * 1024 * 1024 });
+    packed = { filename, size: statSync(path.join(clone, filename)).size, files: listed.trim().split("\n").map((file) => ({ path: file.replace(/^package\//, "") })) };
+    project = path.join(tmp, "my-project");
 
     server = watchServer(
       spawn(path.join(project, "node_modules/.bin/user-groups-fake-server"), ["--port", "0"], {
@@ -76,7 +133,7 @@ describe("the npm package", () => {
       }) as ChildProcess,
     );
     serverUrl = await server.listening;
-  }, 300_000);
+  }, 420_000);
 
   afterAll(async () => {
     if (server !== undefined && server.child.exitCode === null) {
@@ -180,5 +237,15 @@ exports.installedAt = require.resolve("pulumi-user-groups");
     expect(report.operation).toBe("preview");
     expect(report.summary).toMatchObject({ create: 1, update: 0, delete: 0 });
     expect(report.groups).toEqual([expect.objectContaining({ userGroupId: "cli-co", change: "create" })]);
+  });
+
+  it("installs the provider plugin from the clone as README says: npm run release, a local server, pulumi plugin install", { timeout: 540_000 }, async () => {
+    const version = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+    const home = path.join(tmp, "plugin-home");
+    await runBlock(README_BLOCKS[1]!.text, tmp, { ...childEnv(tmp), PULUMI_HOME: home }, true);
+    const launcher = path.join(home, "plugins", `resource-user-groups-v${version}`, "pulumi-resource-user-groups");
+    expect(statSync(launcher).mode & 0o111).not.toBe(0);
+    // The release was written in the clone, nothing in the repository.
+    expect(statSync(path.join(tmp, "pulumi-user-groups", "build", "release", `v${version}`, "SHA256SUMS")).isFile()).toBe(true);
   });
 });

@@ -3,14 +3,13 @@
 // backend, asserting Pulumi's program-test invariants: preview -> up -> preview
 // with no changes -> refresh with no changes -> edit steps with the expected
 // actions -> export/import round-trip -> destroy -> server empty.
-import { type ConfigMap, LocalWorkspace, type OutputMap, type Stack } from "@pulumi/pulumi/automation";
-import { cpSync } from "node:fs";
+// The stack is the testing entry's (createTestStack with the example's directory,
+// as a user tests their own project); the example's config names the server.
+import type { ConfigMap, OutputMap, Stack } from "@pulumi/pulumi/automation";
 import path from "node:path";
-import { expect } from "vitest";
-import { type FakeServer, startFakeServer } from "../../fake-server";
-import type { ApiKeyConfig } from "../../fake-server";
-import { type ChangeCounts, trackChanges } from "../../testing/changes";
-import { createPulumiTestEnv, REPO_ROOT } from "./pulumi-env";
+import { expect, inject } from "vitest";
+import { type ApiKeyConfig, type ChangeCounts, createTestStack, type FakeServer, startEmulator, trackChanges } from "../../testing";
+import { REPO_ROOT } from "./pulumi-env";
 
 export type { ChangeCounts };
 
@@ -52,33 +51,37 @@ function expectCounts(actual: ChangeCounts, expected: ChangeCounts, what: string
 
 /** Runs the whole lifecycle of one example; resolves when the server is empty again. */
 export async function runExampleLifecycle(spec: ExampleSpec): Promise<void> {
-  const server = await startFakeServer({ apiKeys: spec.apiKeys });
-  const env = createPulumiTestEnv(`example-${spec.example}`);
+  const emulator = await startEmulator({ reuse: false, server: { apiKeys: spec.apiKeys } });
+  const server = emulator.server!;
   try {
+    await spec.setup?.(server);
     // A copy under the repository: the program resolves @pulumi/pulumi and
     // pulumi-user-groups from the repository's node_modules, as after `npm install`.
-    cpSync(path.join(REPO_ROOT, "examples", spec.example), env.workDir, {
-      recursive: true,
-      filter: (source) => !source.includes(`${path.sep}node_modules`),
+    // Type-checking the examples is `npm run typecheck`'s job; here ts-node only transpiles (createTestStack's default).
+    await using testStack = await createTestStack({
+      projectDir: path.join(REPO_ROOT, "examples", spec.example),
+      stackName: "test",
+      emulator,
+      credentials: "none",
+      config: spec.config(server),
+      envVars: spec.envVars?.(server) ?? {},
+      workRoot: path.join(REPO_ROOT, ".work"),
+      pulumiBinDir: inject("pulumiBinDir"),
+      isolatedPulumiHome: true,
+      passphrase: "test-passphrase",
     });
-    await spec.setup?.(server);
-    const stack = await LocalWorkspace.createOrSelectStack(
-      { stackName: "test", workDir: env.workDir },
-      // Type-checking the examples is `npm run typecheck`'s job; here ts-node only transpiles.
-      { envVars: { ...env.envVars, PULUMI_NODEJS_TRANSPILE_ONLY: "true", ...(spec.envVars?.(server) ?? {}) } },
-    );
-    await stack.setAllConfig(spec.config(server), true);
+    const { stack } = testStack;
     const context: ExampleContext = { server, stack, outputs: () => stack.outputs() };
 
-    const preview = trackChanges();
+    // Previews through the Stack itself (a TestStack's preview would also read the outputs: one more engine command).
     const before = server.groups();
+    const preview = trackChanges();
     await stack.preview({ onEvent: preview.onEvent });
     expectCounts(preview.counts(), { create: spec.creates }, "first preview");
     expect(server.groups(), "a preview changes nothing on the server").toEqual(before);
 
-    const up = trackChanges();
-    await stack.up({ onEvent: up.onEvent });
-    expectCounts(up.counts(), { create: spec.creates }, "first up");
+    const up = await testStack.up();
+    expectCounts(up.changes, { create: spec.creates }, "first up");
     await spec.verifyUp?.(context);
 
     await stack.preview({ expectNoChanges: true });
@@ -89,9 +92,8 @@ export async function runExampleLifecycle(spec: ExampleSpec): Promise<void> {
       const editPreview = trackChanges();
       await stack.preview({ onEvent: editPreview.onEvent });
       expectCounts(editPreview.counts(), edit.expect, `preview of "${edit.description}"`);
-      const editUp = trackChanges();
-      await stack.up({ onEvent: editUp.onEvent });
-      expectCounts(editUp.counts(), edit.expect, `up of "${edit.description}"`);
+      const editUp = await testStack.up();
+      expectCounts(editUp.changes, edit.expect, `up of "${edit.description}"`);
       await edit.verify?.(context);
       await stack.preview({ expectNoChanges: true });
     }
@@ -105,7 +107,6 @@ export async function runExampleLifecycle(spec: ExampleSpec): Promise<void> {
     expect(server.groups(), "destroy leaves the server empty").toEqual([]);
     await stack.workspace.removeStack("test");
   } finally {
-    await server.close();
-    env.cleanup();
+    await emulator.close();
   }
 }

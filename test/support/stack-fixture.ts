@@ -16,9 +16,12 @@
 // `server` and `env` can be taken apart at once, at collection time: each is a
 // stand-in that forwards to the real one once beforeAll has made it (and
 // says so if it is used before then, or after afterAll).
+// Both come from the testing entry (one harness for users' tests and ours): the
+// server is startEmulator's, started in this process with the fixture's keys, and
+// the environment is createStackDirectory's (pulumi-env.ts).
 import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
-import { type ApiKeyConfig, type FakeServer, type FakeServerOptions, startFakeServer } from "../../fake-server";
+import { type ApiKeyConfig, type FakeServer, type FakeServerOptions, startEmulator, type TestEmulator } from "../../testing";
 import { createPulumiTestEnv, type PulumiTestEnv } from "./pulumi-env";
 
 export interface StackFixtureOptions {
@@ -62,17 +65,20 @@ export function useStackFixture(options: StackFixtureOptions): StackFixture {
   );
   const key = apiKeys[0]?.key;
   if (key === undefined) throw new Error("useStackFixture: apiKeys must hold at least one key");
+  let emulator: TestEmulator | undefined;
   let server: FakeServer | undefined;
   let env: PulumiTestEnv | undefined;
 
   beforeAll(async () => {
-    server = await startFakeServer({ ...options.server, apiKeys });
+    emulator = await startEmulator({ reuse: false, server: { ...options.server, apiKeys } });
+    server = emulator.server;
     env = createPulumiTestEnv(options.label);
   });
   afterAll(async () => {
     try {
-      await server?.close();
+      await emulator?.close();
     } finally {
+      emulator = undefined;
       env?.cleanup();
       server = undefined;
       env = undefined;

@@ -8,7 +8,7 @@ import path from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startFakeServer } from "../../fake-server/index.js";
-import { createTestStack, startEmulator, type TestEmulator, type TestStackOptions } from "../../testing/index.js";
+import { createTestStack, EMULATOR_URL_ENV, startEmulator, type TestEmulator, type TestStackOptions } from "../../testing/index.js";
 import { loadPackage } from "../support/user-group-stack.js";
 import { REPO_ROOT } from "../support/pulumi-env.js";
 
@@ -129,6 +129,40 @@ describe("createTestStack", () => {
       expect((await stack.groups()).length).toBe(2);
     } finally {
       await server.close();
+    }
+  });
+
+  it("credentials none: the stack's config names the service, nothing of it in the environment", async () => {
+    const solo = async (): Promise<Record<string, unknown>> => {
+      const { UserGroup } = loadPackage();
+      return { teamId: new UserGroup("solo", { name: "Solo", userGroupId: "solo" }).teamId };
+    };
+    await using stack = await createTestStack({ ...base(), program: solo, emulator, credentials: "none" });
+    expect(Object.keys(stack.envVars).filter((name) => name.startsWith("USER_GROUPS_") && name !== "USER_GROUPS_RATE_LIMIT")).toEqual([]);
+    await stack.stack.setAllConfig({ "user-groups:baseUrl": { value: stack.namespace.url }, "user-groups:apiKey": { value: stack.namespace.key, secret: true } });
+    const up = await stack.up();
+    expect(up.changes).toEqual({ create: 1 });
+    // The requests went to the namespace, with its key, from the config alone.
+    expect(up.requests.map((r) => `${r.method} ${r.status} ${r.userGroupId}`)).toContain("GET 200 solo");
+    expect(up.requests.every((r) => r.status === 200 && r.userGroupId === "solo")).toBe(true);
+  });
+
+  it("emulator.server: the FakeServer of one in this process (reuse: false starts one even with USER_GROUPS_EMULATOR_URL set), none for one reused", async () => {
+    expect(emulator.server?.url).toBe(emulator.url);
+    const reused = await startEmulator({ baseUrl: emulator.url });
+    expect(reused.server).toBeUndefined();
+    const before = process.env[EMULATOR_URL_ENV];
+    process.env[EMULATOR_URL_ENV] = reused.url;
+    let own: TestEmulator | undefined;
+    try {
+      own = await startEmulator({ reuse: false, server: { apiKeys: [{ key: "own-fixture-key-0001", environment: "Testing" }] } });
+      expect(own.owned).toBe(true);
+      expect(own.url).not.toBe(emulator.url);
+      expect(own.server?.apiKeys).toEqual([expect.objectContaining({ key: "own-fixture-key-0001", environment: "Testing" })]);
+    } finally {
+      if (before === undefined) delete process.env[EMULATOR_URL_ENV];
+      else process.env[EMULATOR_URL_ENV] = before;
+      await own?.close();
     }
   });
 });
