@@ -7,7 +7,7 @@
 // - the jest block by jest with ts-jest (type-checked against @types/jest), both from
 //   the cached prefix scripts/ensure-jest makes (jest is not a dependency of this
 //   package; this file ensures it when it starts, `npm test`'s pretest before that).
-// The vitest block is examples/tested-stack's kind of test (test/examples/tested-stack.test.ts).
+// - the vitest block by vitest (this repository's, as a user's devDependency would be).
 // Needs the engine.
 import { execFile, execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -21,6 +21,7 @@ const run = promisify(execFile);
 const doc = readFileSync(path.join(REPO_ROOT, "docs/testing.md"), "utf8");
 const tsBlocks = fencedBlocks("docs/testing.md", doc).filter((b) => b.info === "ts");
 const nodeTestBlock = tsBlocks.find((b) => b.text.includes('from "node:test"'));
+const vitestBlock = tsBlocks.find((b) => b.text.includes('from "vitest"'));
 const jestBlock = tsBlocks.find((b) => b.text.includes("await stack.dispose()") && !/from "(vitest|node:test)"/.test(b.text));
 
 mkdirSync(path.join(REPO_ROOT, ".work"), { recursive: true });
@@ -53,10 +54,12 @@ function userProject(name: string, test: string): string {
 
 /** Runs a test runner in the project with this suite's Node and the engine on PATH; what it printed. */
 async function runIn(project: string, runner: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
+  // Not this suite's own vitest settings (worker ids, pool): the user's runner starts afresh.
+  const outside = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("VITEST")));
   return await run(process.execPath, args, {
     cwd: project,
     env: {
-      ...process.env,
+      ...outside,
       PATH: [inject("pulumiBinDir"), path.dirname(process.execPath), process.env["PATH"] ?? ""].join(path.delimiter),
       PULUMI_HOME: path.join(project, ".pulumi-home"),
     },
@@ -72,6 +75,16 @@ it("the node:test block of docs/testing.md passes with `node --test` in a user's
   const { stdout } = await runIn(project, "node --test", ["--test", "tenant.test.ts"]);
   expect(stdout).toMatch(/^\S* ?pass 1$/m);
   expect(stdout).toMatch(/^\S* ?fail 0$/m);
+});
+
+it("the vitest block of docs/testing.md (the first test) passes with vitest in a user's project", { timeout: 300_000 }, async () => {
+  expect(vitestBlock).toBeDefined();
+  const project = userProject("vitest", vitestBlock!.text);
+  const vitest = path.join(REPO_ROOT, "node_modules", "vitest", "vitest.mjs");
+  const reportFile = path.join(project, "vitest-report.json");
+  await runIn(project, "vitest", [vitest, "run", "--root", project, "--reporter", "json", "--outputFile", reportFile, "--testTimeout", "120000"]);
+  const report = JSON.parse(readFileSync(reportFile, "utf8")) as { numPassedTests: number; numFailedTests: number; numTotalTests: number; success: boolean };
+  expect({ passed: report.numPassedTests, failed: report.numFailedTests, total: report.numTotalTests, success: report.success }).toEqual({ passed: 1, failed: 0, total: 1, success: true });
 });
 
 it("the jest block of docs/testing.md passes with jest (ts-jest) in a user's project", { timeout: 300_000 }, async () => {
