@@ -103,7 +103,7 @@ describe("writing a state", () => {
     const dist = path.join(REPO_ROOT, "dist/provider/automation/engine");
     const script = `
       const { selectStack } = require(${JSON.stringify(path.join(dist, "open-stack.js"))});
-      const { exportState, importState } = require(${JSON.stringify(path.join(dist, "state-document.js"))});
+      const { exportState, importState } = require(${JSON.stringify(path.join(dist, "state", "state-document.js"))});
       (async () => {
         const options = JSON.parse(process.env.STATE_DOCUMENT_OPTIONS);
         const selected = await selectStack(options, async () => ({}), { mustExist: true });
