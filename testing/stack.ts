@@ -12,6 +12,7 @@ import {
   LocalWorkspace,
   type OutputMap,
   type PreviewOptions,
+  PulumiCommand,
   type PulumiFn,
   type RefreshOptions,
   type Stack,
@@ -101,6 +102,27 @@ export interface TestStack {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** The Pulumi CLI on PATH, found and version-checked once per PATH (one `pulumi version` per process, not per stack). */
+const cliOnPath = new Map<string, Promise<PulumiCommand>>();
+function pulumiCommandOnPath(): Promise<PulumiCommand> {
+  const key = process.env["PATH"] ?? "";
+  let command = cliOnPath.get(key);
+  if (command === undefined) {
+    command = PulumiCommand.get();
+    cliOnPath.set(key, command);
+    command.catch(() => cliOnPath.delete(key)); // a missing CLI is looked for again next time
+  }
+  return command;
+}
+
+/**
+ * The stack whose `up`, `refresh` and `destroy` do not read its last history entry once the engine has ended
+ * (`pulumi stack history --show-secrets`: one more CLI process, decrypting, for a summary a RunResult does not hold).
+ */
+function withoutSummaryRead(stack: Stack): Stack {
+  return Object.create(stack, { info: { value: () => Promise.resolve(undefined) } }) as Stack;
+}
+
 /** A stack of the user's program (or project) against the emulator, ready to run. */
 export async function createTestStack(options: TestStackOptions): Promise<TestStack> {
   if ((options.program === undefined) === (options.projectDir === undefined)) {
@@ -151,10 +173,12 @@ export async function createTestStack(options: TestStackOptions): Promise<TestSt
       ...options.envVars,
     };
     const stackName = options.stackName ?? "test";
+    const pulumiCommand = await pulumiCommandOnPath();
     const stack =
       options.program !== undefined
-        ? await LocalWorkspace.createOrSelectStack({ stackName, projectName: options.projectName ?? "user-groups-test", program: options.program }, { workDir, envVars })
-        : await LocalWorkspace.createOrSelectStack({ stackName, workDir }, { envVars });
+        ? await LocalWorkspace.createOrSelectStack({ stackName, projectName: options.projectName ?? "user-groups-test", program: options.program }, { workDir, envVars, pulumiCommand })
+        : await LocalWorkspace.createOrSelectStack({ stackName, workDir }, { envVars, pulumiCommand });
+    const running = withoutSummaryRead(stack);
     if (options.config !== undefined && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config, true);
 
     const secrets = [envVars["PULUMI_CONFIG_PASSPHRASE"]!, ...namespace.apiKeys.map((k) => k.key)];
@@ -187,10 +211,10 @@ export async function createTestStack(options: TestStackOptions): Promise<TestSt
       workDir,
       backendDir,
       envVars,
-      up: (o) => run("up", (onEvent) => stack.up({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
-      preview: (o) => run("preview", (onEvent) => stack.preview({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
-      refresh: (o) => run("refresh", (onEvent) => stack.refresh({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
-      destroy: (o) => run("destroy", (onEvent) => stack.destroy({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
+      up: (o) => run("up", (onEvent) => running.up({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
+      preview: (o) => run("preview", (onEvent) => running.preview({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
+      refresh: (o) => run("refresh", (onEvent) => running.refresh({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
+      destroy: (o) => run("destroy", (onEvent) => running.destroy({ ...o, onEvent: chain(o?.onEvent, onEvent) })),
       outputs: () => stack.outputs(),
       groups: () => namespace.groups(),
       requests: (query) => namespace.requests(query),

@@ -7,8 +7,8 @@
 export { assertWithinBatch, ChangeTracker, OutsideBatchError, RunFailedError } from "./change-tracker";
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, WrongPassphraseError } from "./pulumi-cli";
 export { exportIfExists, openStack, runError, type SelectedStack, selectStack, StackNotFoundError, withLockWait, workspaceOf } from "./open-stack";
-export { declareGroup } from "./program";
-export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./pulumi-cli";
+export { declareGroup, noteResolved, programFor, type ResolvedGroup } from "./program";
+export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions, runOnly } from "./pulumi-cli";
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { secretValuesOf } from "./stack-config";
 export { markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";

@@ -1,9 +1,10 @@
 // One declared run of one stack, under its run lease (shards/run-shard.ts holds
 // it): the delete guard, the engine call (or a preview answered from the
 // state), and the run's result.
-import type { Deployment, OutputMap, Stack } from "@pulumi/pulumi/automation";
+import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type GroupSpec, groupOfResourceName, resourceNameOf, assertDeletionsAllowed, type DeleteGuardOptions, heldGroupNames, GroupChange, GroupResult, RunSummary, RunResult, RunOptions, Operation } from "../model";
-import { EngineEdgeError } from "./pulumi-cli";
+import { EngineEdgeError, runOnly } from "./pulumi-cli";
+import type { ResolvedGroup } from "./program";
 import { StackLockedError, withoutCredentials } from "../backend";
 import { scrubSecrets, scrubText } from "../../client/redact";
 import { secretValuesOf } from "./stack-config";
@@ -20,13 +21,12 @@ function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   return counts;
 }
 
-function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, outputs: OutputMap | undefined): GroupResult[] {
+function groupResults(specs: readonly GroupSpec[], tracker: ChangeTracker, resolved: ReadonlyMap<string, ResolvedGroup> | undefined): GroupResult[] {
   const changes = tracker.changes;
-  const values = (outputs?.groups?.value ?? {}) as Record<string, Partial<GroupResult>>;
   const names = new Set<string>([...specs.map(resourceNameOf), ...changes.keys()]);
   return [...names].sort().map((resourceName) => {
     const spec = specs.find((s) => resourceNameOf(s) === resourceName);
-    const value = values[resourceName] ?? {};
+    const value: Partial<ResolvedGroup> = resolved?.get(resourceName) ?? {};
     const named = spec ?? groupOfResourceName(resourceName);
     const profile = named.profile;
     return {
@@ -53,6 +53,8 @@ export interface DeclaredRunPlace {
   readonly signal: AbortSignal | undefined;
   /** The state as read under the lease already, if it was. */
   readonly state?: Deployment | undefined;
+  /** What the stack's program (programFor) noted of each group as the engine answered its `up`. */
+  readonly resolved: ReadonlyMap<string, ResolvedGroup>;
 }
 
 /**
@@ -62,7 +64,7 @@ export interface DeclaredRunPlace {
  * preview answered from the state), and the run's result.
  */
 export async function runDeclared(operation: Operation, options: RunOptions, specs: readonly GroupSpec[], guard: DeleteGuardOptions, place: DeclaredRunPlace): Promise<RunResult> {
-  const { stack, backendUrl, tracker, signal, state: stateRead } = place;
+  const { stack, backendUrl, tracker, signal, state: stateRead, resolved } = place;
   const common = {
     onEvent: tracker.handle,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
@@ -83,20 +85,21 @@ export async function runDeclared(operation: Operation, options: RunOptions, spe
       const deleting = operation === "destroy" ? held : held.filter((name) => !declared.has(name));
       assertDeletionsAllowed({ operation, stack: options.stack, held: held.length, deleting }, guard);
     }
-    let outputs: OutputMap | undefined;
+    let ranUp = false;
     switch (operation) {
       case "preview":
         if (options.refresh !== true && previewedFromState(state, options, specs, tracker)) break;
         await engineRun("preview", options.stack, () => stack.preview({ ...common, ...refresh }));
         break;
       case "up":
-        outputs = (await engineRun("up", options.stack, () => stack.up({ ...common, ...refresh }))).outputs;
+        await engineRun("up", options.stack, () => runOnly(stack).up({ ...common, ...refresh }));
+        ranUp = true;
         break;
       case "refresh":
-        await engineRun("refresh", options.stack, () => stack.refresh(common));
+        await engineRun("refresh", options.stack, () => runOnly(stack).refresh(common));
         break;
       case "destroy":
-        await engineRun("destroy", options.stack, () => stack.destroy(common));
+        await engineRun("destroy", options.stack, () => runOnly(stack).destroy(common));
         break;
     }
     const summary = summaryOf(tracker.changes);
@@ -106,7 +109,7 @@ export async function runDeclared(operation: Operation, options: RunOptions, spe
       backendUrl: withoutCredentials(backendUrl),
       summary,
       changed: summary.create + summary.update + summary.replace + summary.delete > 0,
-      groups: groupResults(operation === "destroy" ? [] : specs, tracker, outputs),
+      groups: groupResults(operation === "destroy" ? [] : specs, tracker, ranUp ? resolved : undefined),
     };
   } catch (error) {
     if (signal?.aborted) throw signal.reason;

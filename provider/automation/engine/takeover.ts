@@ -31,6 +31,7 @@ import { assertStateIsData, exportState } from "./state";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
 import { engineRun } from "./run-telemetry";
+import { runOnly } from "./pulumi-cli";
 
 /** How long a takeover waits for a dead run to fall quiet when it cannot watch its processes (another host, an unknown run). */
 export const QUIET_MS = 5_000;
@@ -320,7 +321,7 @@ async function takeOverTraced(
     // The stack itself as a target reads nothing: only the groups whose update or delete was cut short are read back.
     // Pending creates stay (a refresh run without a person keeps them): the proof of what to adopt.
     const target = [...new Set([...(stackUrn ? [stackUrn] : []), ...touched])];
-    await engineRun("refresh", options.stackName, () => options.stack.refresh({ ...(target.length > 0 ? { target } : {}), ...common }));
+    await engineRun("refresh", options.stackName, () => runOnly(options.stack).refresh({ ...(target.length > 0 ? { target } : {}), ...common }));
   }
 
   let adopted: string[] = [];
@@ -334,7 +335,7 @@ async function takeOverTraced(
   // whose adoption failed keeps its pending create, the proof the next holder needs to adopt it.
   const settled = !options.adopt || adopt.every((entry) => adopted.includes(entry.resourceName) || adoptingSpec(entry) === undefined);
   if (operations.some((op) => op.type === "creating") && settled) {
-    await engineRun("refresh", options.stackName, () => options.stack.refresh({ clearPendingCreates: true, ...(stackUrn ? { target: [stackUrn] } : {}), ...common }));
+    await engineRun("refresh", options.stackName, () => runOnly(options.stack).refresh({ clearPendingCreates: true, ...(stackUrn ? { target: [stackUrn] } : {}), ...common }));
   }
   return { removedLocks: locks, repairedFiles, pending, adopted, notAdopted, killedProcesses };
 }
@@ -353,7 +354,7 @@ async function adoptGroups(
   if (specs.size > 0) {
     const failed = new Set<string>();
     await engineRun("up", options.stackName, () =>
-      options.stack.up({
+      runOnly(options.stack).up({
         program: async () => {
           for (const spec of specs.values()) declareGroup(spec);
           return options.outputs?.() ?? {};

@@ -3,10 +3,9 @@
 import { diffUserGroup } from "../../logic/diff";
 import { type CheckedInputs, normalizeInputs } from "../../logic/inputs";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
-import type { Environment } from "../../wire/schemas";
 import { type FleetGroup } from "./fleet-state";
 import { type GroupSpec, resourceNameOf, urnOf, type EnsuredGroup, type GroupChange, type GroupResult } from "../model";
-import { PROJECT_NAME } from "../engine";
+import { PROJECT_NAME, type ResolvedGroup } from "../engine";
 
 export interface Waiter<T> {
   resolve(value: T): void;
@@ -18,12 +17,7 @@ export type Request =
   | { readonly kind: "remove"; readonly resourceName: string; readonly userGroupId: string; readonly profile?: string; readonly waiter: Waiter<GroupResult> };
 
 /** What a run's program saw of one group once the engine answered. */
-export interface GroupOutputs {
-  readonly name: string;
-  readonly token: string;
-  readonly teamId: number;
-  readonly apiEnvironmentTag?: Environment;
-}
+export type GroupOutputs = ResolvedGroup;
 
 export function urnOfGroup(stack: string, resourceName: string): string {
   return urnOf(stack, PROJECT_NAME, USER_GROUP_TYPE, resourceName);

@@ -6,9 +6,8 @@
 // UserGroupFleet's default; a test hands the fleet another, so that batching,
 // per-caller isolation and the answers run without an engine
 // (test/automation/fleet/*.unit.test.ts).
-import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { checkedState, declareGroup, engineRun, exportState, readStateWithSecrets } from "../engine";
+import { checkedState, declareGroup, engineRun, exportState, noteResolved, readStateWithSecrets, runOnly } from "../engine";
 import { runShard, type ShardRunContext } from "../shards";
 import { type GroupChange, type GroupSpec, heldGroupNames, type RunOptions } from "../model";
 import type { RunFailure } from "./fleet-isolation";
@@ -73,8 +72,8 @@ async function runTargeted(
         const targeted = new Map([...specs].filter(([name]) => !skipped.has(name)));
         if (targeted.size === 0) return;
         const common = targetedRun(options, stackName, targeted, run);
-        if (kind === "ensure") await engineRun("up", stackName, () => run.stack.up({ program: programOf(targeted, outputs), ...common }), shard);
-        else await engineRun("destroy", stackName, () => run.stack.destroy(common), shard);
+        if (kind === "ensure") await engineRun("up", stackName, () => runOnly(run.stack).up({ program: programOf(targeted, outputs), ...common }), shard);
+        else await engineRun("destroy", stackName, () => runOnly(run.stack).destroy(common), shard);
       },
     },
   );
@@ -92,12 +91,7 @@ async function goneMeanwhile(stack: Stack, specs: ReadonlyMap<string, GroupSpec>
 /** The program of an ensure's run: one group per spec, each group's outputs noted as the engine answers. */
 function programOf(specs: ReadonlyMap<string, GroupSpec>, outputs: Map<string, GroupOutputs>) {
   return async () => {
-    for (const [resourceName, spec] of specs) {
-      const group = declareGroup(spec);
-      pulumi.all([group.name, group.token, group.teamId, group.apiEnvironmentTag]).apply(([name, token, teamId, apiEnvironmentTag]) => {
-        outputs.set(resourceName, { name, token, teamId, ...(apiEnvironmentTag !== undefined ? { apiEnvironmentTag } : {}) });
-      });
-    }
+    for (const [resourceName, spec] of specs) noteResolved(resourceName, declareGroup(spec), outputs);
     return { [FLEET_MARKER_OUTPUT]: true };
   };
 }

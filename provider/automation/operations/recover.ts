@@ -18,7 +18,7 @@
 import { type GroupSpec, validateGroups, type DeleteGuardOptions, validDeleteGuard, resourceNameOf, type ProvisionOptions, type RunOptions, type RunResult, type PendingOperation, type TakeoverReport } from "../model";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { eachShard, mergeRunResults, type PlannedRun, runPlanned } from "../shards";
-import { openStack, runError, withLockWait, workspaceOf, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, engineRun, exportState, importState } from "../engine";
+import { openStack, runError, withLockWait, workspaceOf, markRun, pendingCreatesOf, pendingOf, takeOver, PROJECT_NAME, assertOwnProviderCode, withOwnProviderCode, engineRun, exportState, importState, runOnly } from "../engine";
 import { acquireRunLease, leaseStoreFor, classifyLockHolder, HERE, type LeaseStore, type RunLease } from "../lease";
 import { inSpan, setSpanAttributes } from "../telemetry";
 import { LiveLockError } from "../backend";
@@ -142,7 +142,7 @@ async function recoverOnce(planned: PlannedRun, store: LeaseStore | undefined, r
         taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(state.deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
         adopt = pendingCreatesOf(state.deployment).map((entry) => entry.resourceName);
       }
-      await engineRun("refresh", options.stack, () => prepared.stack.refresh({ clearPendingCreates: true, ...common }));
+      await engineRun("refresh", options.stack, () => runOnly(prepared.stack).refresh({ clearPendingCreates: true, ...common }));
     } catch (error) {
       throw runError(lease?.lost ? lease.signal.reason : error, options);
     } finally {

@@ -6,7 +6,7 @@
 // what differs: where the stack comes from and what the engine is asked.
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type DeleteGuardOptions, type GroupSpec, type Operation, resourceNameOf, type RunOptions, type RunResult } from "../model";
-import { assertWithinBatch, ChangeTracker, openStack, PROJECT_NAME, runDeclared, runError, underRunLease, withLockWait, exportState } from "../engine";
+import { assertWithinBatch, ChangeTracker, openStack, PROJECT_NAME, runDeclared, runError, underRunLease, withLockWait, exportState, programFor, type ResolvedGroup } from "../engine";
 import { type LeaseStore, leaseStoreFor, type RunLease } from "../lease";
 import type { ShardDirectory } from "./directory";
 import { ShardClaims } from "./directory-rule";
@@ -179,6 +179,9 @@ export async function runPlanned(
   const held = recovering?.lease;
   const specs = recovering?.specs ?? part.specs;
   const { options } = part;
+  // The program notes each group's outputs as the engine answers (no `stack output` read after the run).
+  const resolved = new Map<string, ResolvedGroup>();
+  const program = programFor(specs, resolved);
   const outcome = await runShard(
     { shard: part.shard, options, directory },
     {
@@ -188,7 +191,7 @@ export async function runPlanned(
       ...(recovering ? { inCallersWait: true } : {}),
       open: async () => {
         // refresh and destroy never run the program; they need a stack to work on, and never make one.
-        const prepared = await openStack(options, specs, { mustExist: operation === "refresh" || operation === "destroy" });
+        const prepared = await openStack(options, program, { mustExist: operation === "refresh" || operation === "destroy" });
         let store: LeaseStore | undefined;
         try {
           store = held ? undefined : leaseStoreFor(prepared.backendUrl, PROJECT_NAME, options.stack);
@@ -206,7 +209,7 @@ export async function runPlanned(
           },
         };
       },
-      engine: (context) => runDeclared(operation, options, specs, guard, context),
+      engine: (context) => runDeclared(operation, options, specs, guard, { ...context, resolved }),
     },
   );
   return outcome.value!;

@@ -1,6 +1,8 @@
 // engine/pulumi-cli/: the Pulumi CLI at our edge. Found and version-checked once
 // per process (pulumi-command.ts), the trace and metrics options its engine
-// commands get (engine-trace.ts), and its errors in our words (engine-errors.ts).
+// commands get (engine-trace.ts), its errors in our words (engine-errors.ts), and
+// runs that end when the engine ends (run-only.ts).
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, pulumiErrorLines, translateEngineError, WrongPassphraseError } from "./engine-errors";
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions } from "./engine-trace";
 export { pulumiCommandOnPath } from "./pulumi-command";
+export { runOnly } from "./run-only";
