@@ -174,10 +174,18 @@ export async function createTestStack(options: TestStackOptions): Promise<TestSt
     };
     const stackName = options.stackName ?? "test";
     const pulumiCommand = await pulumiCommandOnPath();
-    const stack =
-      options.program !== undefined
-        ? await LocalWorkspace.createOrSelectStack({ stackName, projectName: options.projectName ?? "user-groups-test", program: options.program }, { workDir, envVars, pulumiCommand })
-        : await LocalWorkspace.createOrSelectStack({ stackName, workDir }, { envVars, pulumiCommand });
+    // The backend made above is empty: the stack is created at once (a select first would only fail, one CLI
+    // process more). A backend of the caller's (envVars) may hold the stack already.
+    const fresh = envVars["PULUMI_BACKEND_URL"] === engineEnv["PULUMI_BACKEND_URL"];
+    let stack: Stack;
+    if (options.program !== undefined) {
+      const inline = { stackName, projectName: options.projectName ?? "user-groups-test", program: options.program };
+      const settings = { workDir, envVars, pulumiCommand };
+      stack = fresh ? await LocalWorkspace.createStack(inline, settings) : await LocalWorkspace.createOrSelectStack(inline, settings);
+    } else {
+      const onDisk = { stackName, workDir };
+      stack = fresh ? await LocalWorkspace.createStack(onDisk, { envVars, pulumiCommand }) : await LocalWorkspace.createOrSelectStack(onDisk, { envVars, pulumiCommand });
+    }
     const running = withoutSummaryRead(stack);
     if (options.config !== undefined && Object.keys(options.config).length > 0) await stack.setAllConfig(options.config, true);
 
