@@ -2,7 +2,7 @@
 // Automation API, against the fake server, with a file backend. One stack walks
 // through the life of its groups; each step checks what a user would see.
 import * as pulumi from "@pulumi/pulumi";
-import type { Stack } from "@pulumi/pulumi/automation";
+import type { OutputMap, Stack } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
@@ -29,11 +29,15 @@ function serverGroup(id: string, environment = "Customer") {
 function rememberTokens() {
   for (const g of server.groups()) seenTokens.add(g.token);
 }
-async function tokenOutput(name: string): Promise<string> {
-  const outputs = await stack.outputs();
+/** The group's token output, a secret, from the outputs an up returned (read right after it: no engine command of its own). */
+function tokenOf(outputs: OutputMap, name: string): string {
   const token = outputs[`${name}Token`];
   expect(token?.secret).toBe(true);
   return token?.value as string;
+}
+/** The group's token output as the stack holds it now. */
+async function tokenOutput(name: string): Promise<string> {
+  return tokenOf(await stack.outputs(), name);
 }
 const run = { onOutput: (line: string) => handle.onOutput(line) };
 
@@ -88,8 +92,8 @@ describe("UserGroup through the Automation API", () => {
     const up = await stack.up(run);
     expect(up.summary.resourceChanges).toEqual({ create: 3 });
     expect(serverGroup("acme")).toMatchObject({ name: "Acme Corp", mapping: { sales: "warehouse-eu" }, properties: { region: "eu", seats: 40 } });
-    expect(await tokenOutput("acme")).toBe(serverGroup("acme")?.token);
-    expect(await tokenOutput("acmeTest")).toBe(serverGroup("acme", "Testing")?.token);
+    expect(tokenOf(up.outputs, "acme")).toBe(serverGroup("acme")?.token);
+    expect(tokenOf(up.outputs, "acmeTest")).toBe(serverGroup("acme", "Testing")?.token);
     expect(up.outputs.acmeEnvironment?.value).toBe("Customer");
     expect(up.outputs.acmeTestEnvironment?.value).toBe("Testing");
     rememberTokens();
@@ -116,7 +120,7 @@ describe("UserGroup through the Automation API", () => {
     declared.acme = { ...declared.acme!, rotationTrigger: "2026-12" };
     const up = await stack.up(run);
     expect(up.summary.resourceChanges).toEqual({ update: 1, same: 2 });
-    const after = await tokenOutput("acme");
+    const after = tokenOf(up.outputs, "acme");
     expect(after).not.toBe(before);
     expect(after).toBe(serverGroup("acme")?.token);
     rememberTokens();
@@ -130,7 +134,7 @@ describe("UserGroup through the Automation API", () => {
     // Stack outputs are computed by the program: an up with nothing to change shows the refreshed token.
     const up = await stack.up(run);
     expect(up.summary.resourceChanges).toEqual({ same: 3 });
-    expect(await tokenOutput("acme")).toBe(rotated.user_group.token);
+    expect(tokenOf(up.outputs, "acme")).toBe(rotated.user_group.token);
 
     // The program still declares the old name: a refresh records the rename, the next up puts it back.
     await oob.update({ user_group_id: "acme", name: "Renamed by hand" });
@@ -155,7 +159,7 @@ describe("UserGroup through the Automation API", () => {
     expect(serverGroup("acme")).toBeUndefined();
     const up = await stack.up(run);
     expect(up.summary.resourceChanges).toEqual({ create: 1, same: 2 });
-    expect(await tokenOutput("acme")).toBe(serverGroup("acme")?.token);
+    expect(tokenOf(up.outputs, "acme")).toBe(serverGroup("acme")?.token);
     rememberTokens();
   });
 
@@ -165,7 +169,7 @@ describe("UserGroup through the Automation API", () => {
     expect(up.summary.resourceChanges).toEqual({ replace: 1, same: 2 });
     expect(serverGroup("acme")).toBeUndefined();
     expect(serverGroup("acme-2")).toMatchObject({ name: "Acme Corporation" });
-    expect(await tokenOutput("acme")).toBe(serverGroup("acme-2")?.token);
+    expect(tokenOf(up.outputs, "acme")).toBe(serverGroup("acme-2")?.token);
     rememberTokens();
   });
 
@@ -184,7 +188,7 @@ describe("UserGroup through the Automation API", () => {
     const up = await stack.up(run);
     expect(up.summary.resourceChanges).toMatchObject({ create: 1 });
     expect(serverGroup("legacy")).toMatchObject({ name: "Legacy Corp", mapping: { sales: "us" }, properties: null, token: legacy.response.user_group.token });
-    expect(await tokenOutput("legacy")).toBe(legacy.response.user_group.token);
+    expect(tokenOf(up.outputs, "legacy")).toBe(legacy.response.user_group.token);
     await stack.preview({ expectNoChanges: true });
   });
 
