@@ -16,8 +16,13 @@
 // NODE_OPTIONS reaches every node process of an engine run (the language host,
 // the program, the dynamic-provider shim's `node -e`): only Pulumi's Node.js
 // dynamic-provider host is traced from here; the plugin asks for itself.
+//
+// Start-up: our engine runs load this preload into every run (not only traced
+// ones), and in the dynamic-provider host it defers the closure serializer's
+// modules, which a provider process never uses (lean-provider-host.ts).
 
 import { otlpMetricsRequested } from "./otel-env";
+import { deferClosureSerializerModules } from "./lean-provider-host";
 
 /** The variable the Pulumi CLI sets for its plugins when run with `--otel-traces`: its OTLP receiver's `host:port`. */
 export const OTLP_ENDPOINT_ENV = "PULUMI_OTEL_EXPORTER_OTLP_ENDPOINT";
@@ -79,4 +84,5 @@ function started(what: string, start: () => boolean): boolean {
   }
 }
 
+if (isDynamicProviderProcess()) deferClosureSerializerModules();
 startProviderTelemetryIfWanted("dynamic");

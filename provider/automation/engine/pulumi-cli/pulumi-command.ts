@@ -3,7 +3,7 @@
 // would otherwise start the CLI once more only to read its version. Each engine
 // run through it is given the trace options of the moment (engine-trace.ts).
 import { PulumiCommand } from "@pulumi/pulumi/automation";
-import { ENGINE_COMMANDS, engineTraceDestination, engineTraceOptions, mergedNodeOptions } from "./engine-trace";
+import { ENGINE_COMMANDS, engineTraceDestination, engineTraceOptions, mergedNodeOptions, preloadNodeOption } from "./engine-trace";
 import { otlpMetricsRequested } from "../../../otel-env";
 
 const SKIP_VERSION_CHECK = "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK";
@@ -18,7 +18,10 @@ type Run = (args: string[], cwd: string, additionalEnv: Record<string, string>, 
  * the caller's span, and with a destination (engineTraceDestination of the
  * run's environment over this process's) `--otel-traces` and the preload in
  * NODE_OPTIONS; the preload also when that environment's OTEL_* ask for OTLP
- * metrics (the provider processes export the HTTP client's metrics there). Other commands, and runs with no span and no destination, go as they were.
+ * metrics (the provider processes export the HTTP client's metrics there).
+ * The preload goes into every engine run's NODE_OPTIONS, traced or not: in the
+ * dynamic-provider host it defers the modules a provider never uses
+ * (lean-provider-host.ts), a third of the host's start. Other commands go as they were.
  */
 export function withEngineTrace(command: PulumiCommand): PulumiCommand {
   const run = (command as unknown as { run: Run }).run;
@@ -29,13 +32,21 @@ export function withEngineTrace(command: PulumiCommand): PulumiCommand {
     const env = { ...process.env, ...additionalEnv };
     // The engine passes its environment (OTEL_* included) to the providers it starts: with metrics asked for, the preload exports the HTTP client's.
     const options = engineTraceOptions(engineTraceDestination(env), otlpMetricsRequested(env));
-    if (options.args.length === 0 && Object.keys(options.envVars).length === 0) return run.call(command, args, cwd, additionalEnv, ...rest);
     const runEnv: Record<string, string> = { ...additionalEnv, ...options.envVars };
-    const nodeOptions = mergedNodeOptions(env.NODE_OPTIONS, options.envVars.NODE_OPTIONS);
+    const nodeOptions = mergedNodeOptions(env.NODE_OPTIONS, options.envVars.NODE_OPTIONS ?? providerPreloadOption());
     if (nodeOptions !== undefined) runEnv.NODE_OPTIONS = nodeOptions;
     return run.call(command, [...args, ...options.args], cwd, runEnv, ...rest);
   };
   return traced;
+}
+
+/** The preload's NODE_OPTIONS, or none where the package cannot resolve its own entry (the run goes on without it). */
+function providerPreloadOption(): string | undefined {
+  try {
+    return preloadNodeOption();
+  } catch {
+    return undefined;
+  }
 }
 
 /** The `pulumi` on this process's PATH, as LocalWorkspace would find it (`envVars` may skip the version check, as there). */
