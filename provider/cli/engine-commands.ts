@@ -11,7 +11,7 @@ import { type CliArgs, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./
 import { driftSummaryMarkdown, formatDriftTable, formatTable, progressPrinter, runSummaryMarkdown, terminalMessage, terminalText, withCreateDetails } from "./output";
 import { type CliIo, printJson, reportFailure, tell } from "./io";
 import { describeTakeover, explainLock } from "./lock-message";
-import { MAX_PLAN_BYTES, parseReviewedPlan, PlanMismatchError, type PlannedChange, plannedChangesOf, planDifferences, type PlanOrigin, planFileText, planOriginMismatch, type ReviewedPlan, reviewedPlanOf, reviewSummaryMarkdown } from "./reviewed-plan";
+import { assertAppliedAsReviewed, assertPreviewAsReviewed, checkedReviewedPlan, MAX_PLAN_BYTES, PlanMismatchError, plannedChangesOf, type PlanOrigin, planFileText, type ReviewedPlan, reviewedPlanOf, reviewSummaryMarkdown } from "./reviewed-plan";
 
 function jsonDocument(result: RunResult, showSecrets: boolean, changeDigest?: string): Record<string, unknown> {
   return {
@@ -47,26 +47,7 @@ function readReviewedPlan(file: string, stack: string, expected: PlanOrigin | un
     }
     throw new PlanMismatchError("plan_file_invalid", `${error instanceof Error ? error.message : String(error)}: nothing was changed.`);
   }
-  const plan = parseReviewedPlan(text);
-  const where = JSON.stringify(file.slice(0, 300));
-  if (typeof plan === "string") throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} cannot be used: ${plan}. Nothing was changed.`);
-  if (plan.stack !== stack) throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} is stack ${JSON.stringify(plan.stack)}'s, not "${stack}"'s. Nothing was changed.`);
-  const mismatch = planOriginMismatch(plan, expected);
-  if (mismatch !== undefined) throw new PlanMismatchError("plan_origin_mismatch", mismatch);
-  return plan;
-}
-
-function assertAsReviewed(reviewed: ReviewedPlan, now: readonly PlannedChange[], what: string): void {
-  const differences = planDifferences(reviewed.changes, now);
-  if (differences.length === 0) return;
-  const shown = differences.slice(0, 50);
-  throw new PlanMismatchError(
-    "plan_mismatch",
-    `${what} (reviewed ${reviewed.digest}):\n  ${shown.join("\n  ")}${differences.length > shown.length ? `\n  and ${differences.length - shown.length} more` : ""}\n` +
-      (what.startsWith("a preview") ? "Nothing was changed. Preview again and have the new changes reviewed." : "Review the stack now (user-groups drift)."),
-    differences,
-    !what.startsWith("a preview"),
-  );
+  return checkedReviewedPlan(text, file, stack, expected);
 }
 
 /** The command that clears a dead run's lock (a backend URL may hold a password: named, not repeated). */
@@ -169,7 +150,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     if (reviewed !== undefined) {
       const now = await previewUserGroups(options(withGroups, true));
       endProgress();
-      assertAsReviewed(reviewed, plannedChangesOf(now, groups ?? [], resourceNameOf), "a preview now finds other changes than the reviewed one");
+      assertPreviewAsReviewed(reviewed, now, groups ?? [], resourceNameOf);
     }
     // A new group's row shows what it declares (from the groups file): what a reviewer approves.
     const result = withCreateDetails(await runOperation(args, io, options(withGroups, args.operation === "preview")), groups);
@@ -183,7 +164,7 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
     if (plan !== undefined) writeSummary(args, io, reviewSummaryMarkdown(result, plan));
     if (args.operation === "preview" && args.planFile !== undefined && plan !== undefined) writeFileReplacing(args.planFile, planFileText(plan));
     // What was applied is checked too: a change that slipped in between the check and the up is named, loudly.
-    if (reviewed !== undefined && plan !== undefined) assertAsReviewed(reviewed, plan.changes, "the up applied other changes than the reviewed ones");
+    if (reviewed !== undefined && plan !== undefined) assertAppliedAsReviewed(reviewed, plan);
     if (args.expectNoChanges && result.changed) {
       tell(io, `${args.operation} found changes in stack "${args.stack}" (--expect-no-changes).`);
       return EXIT_CHANGES;

@@ -178,6 +178,45 @@ export function planDifferences(reviewed: readonly PlannedChange[], now: readonl
   return lines;
 }
 
+/**
+ * The reviewed plan of `up --plan-file`, from its file's text: this command's
+ * format, this stack's, of the commit and run given (`expected`), or a
+ * PlanMismatchError that says why not. `file`: the plan file's name, for messages.
+ */
+export function checkedReviewedPlan(text: string, file: string, stack: string, expected: PlanOrigin | undefined): ReviewedPlan {
+  const plan = parseReviewedPlan(text);
+  const where = JSON.stringify(file.slice(0, 300));
+  if (typeof plan === "string") throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} cannot be used: ${plan}. Nothing was changed.`);
+  if (plan.stack !== stack) throw new PlanMismatchError("plan_file_invalid", `The plan file ${where} is stack ${JSON.stringify(plan.stack)}'s, not "${stack}"'s. Nothing was changed.`);
+  const mismatch = planOriginMismatch(plan, expected);
+  if (mismatch !== undefined) throw new PlanMismatchError("plan_origin_mismatch", mismatch);
+  return plan;
+}
+
+/** Before the up: a preview now must find exactly the reviewed changes (PlanMismatchError, nothing changed, when it does not). */
+export function assertPreviewAsReviewed(reviewed: ReviewedPlan, preview: RunResult, specs: readonly GroupSpec[], resourceNameOf: (spec: GroupSpec) => string): void {
+  assertAsReviewed(reviewed, plannedChangesOf(preview, specs, resourceNameOf), false);
+}
+
+/** After the up: what it applied must be what was reviewed (a change that slipped in between the check and the up is named: PlanMismatchError, applied). */
+export function assertAppliedAsReviewed(reviewed: ReviewedPlan, applied: ReviewedPlan): void {
+  assertAsReviewed(reviewed, applied.changes, true);
+}
+
+function assertAsReviewed(reviewed: ReviewedPlan, now: readonly PlannedChange[], applied: boolean): void {
+  const differences = planDifferences(reviewed.changes, now);
+  if (differences.length === 0) return;
+  const shown = differences.slice(0, 50);
+  const what = applied ? "the up applied other changes than the reviewed ones" : "a preview now finds other changes than the reviewed one";
+  throw new PlanMismatchError(
+    "plan_mismatch",
+    `${what} (reviewed ${reviewed.digest}):\n  ${shown.join("\n  ")}${differences.length > shown.length ? `\n  and ${differences.length - shown.length} more` : ""}\n` +
+      (applied ? "Review the stack now (user-groups drift)." : "Nothing was changed. Preview again and have the new changes reviewed."),
+    differences,
+    applied,
+  );
+}
+
 /** `up --plan-file` refused: the plan file is not one, is another commit's or run's, or the changes are not the reviewed ones. */
 export class PlanMismatchError extends UserGroupsError {
   constructor(

@@ -9,7 +9,7 @@
 import { systemClock } from "../../clock";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupResult, type RunOptions } from "../model";
 import { readStateWithSecrets, runError } from "../engine";
-import { eachLimited, recordUnlisted, shardConcurrency, type ShardedStack } from "../shards";
+import { eachLimited, recordUnlisted, shardConcurrency } from "../shards";
 import { inSpan, setSpanAttributes } from "../telemetry";
 import { type FleetGroup, groupsInState } from "./fleet-state";
 import { FleetClosedError, FleetEnsureError } from "./errors";
@@ -105,7 +105,7 @@ export class UserGroupFleet {
   private async listTraced(): Promise<FleetGroup[]> {
     try {
       // Every shard that may hold a group (the directory's, and any whose stack the backend holds): the states say what is held.
-      const sharded = await this.shards();
+      const sharded = await this.fleetShards.sharded();
       const known = await sharded.directory.read();
       const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
         const groups = groupsInState(await readStateWithSecrets((await this.fleetShards.selected(shard)).stack));
@@ -134,11 +134,6 @@ export class UserGroupFleet {
     }
     while (this.draining) await this.draining;
     await this.fleetShards.close();
-  }
-
-  /** The stack's shards (shards/directory.ts), opened with the first call. */
-  private shards(): Promise<ShardedStack> {
-    return this.fleetShards.sharded();
   }
 
   private ensureValid(spec: GroupSpec): Promise<EnsuredGroup> {
