@@ -7,9 +7,10 @@
 import type { BackendAdapter, RunFence, SharedBackend, SlotRules, SlotStore } from "./backend";
 import { fileAdapter } from "./file";
 import { postgresAdapter } from "./postgres";
+import { s3Adapter } from "./s3";
 
-/** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, S3, ... have none yet). */
-const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter];
+/** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, ... have none). */
+const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter, s3Adapter];
 
 /** The adapter of a backend URL's kind, or undefined for a backend without shared state of ours. */
 export function adapterFor(url: string): BackendAdapter | undefined {
@@ -49,5 +50,8 @@ export { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCreden
 export * from "./file";
 export * from "./postgres";
 export * from "./run-record";
+export { ObjectStoreError, type ObjectClient } from "./object-client";
+export { OBJECT_FENCE_ENV, OBJECT_LEASE_TIMING, OBJECT_WAITER_STALE_MS } from "./object-lease";
+export * from "./s3";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { PROCESS_WAITER, type QueuePlace, type Waiter } from "./waiter";

@@ -150,6 +150,10 @@ export const ERROR_CODES = {
   node_too_old: { meaning: "the Node.js that runs the program, the dynamic provider or the plugin is older than 22: put Node.js 22 or later first on the PATH", thrownBy: "provider NodeTooOldError (node-version.ts)" },
   reserved_value: { meaning: "a UserGroup argument holds a value Pulumi gives meaning to (an unknown-value marker, the secret or asset signature key): refused where it is declared, or once an output's value is known, or by the provider where the engine never sends one (nothing sent); the path is named", thrownBy: "resource ReservedInputError; logic ReservedValueError" },
   backend_table_name: { meaning: "the backend URL's table (or the rate budget's) is not a plain SQL name: refused", thrownBy: "backends/postgres BackendTableNameError", exit: 1 },
+  backend_bucket_missing: { meaning: "the object store's bucket (or container) of the backend URL does not exist: create it, or correct the URL", thrownBy: "backends ObjectStoreError (s3 client)", exit: 1 },
+  backend_credentials_rejected: { meaning: "the object store refused the credentials (or none are in the environment): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); they are never shown", thrownBy: "backends ObjectStoreError (s3 client)", exit: 1 },
+  backend_conditions_ignored: { meaning: "the object store accepted a write its condition should have refused (If-None-Match, If-Match): two runs could both take one lease, so it is not used; use a store that honours conditional writes", thrownBy: "backends ObjectStoreError (object-client verifyConditions)", exit: 1 },
+  backend_url_invalid: { meaning: "an object store's backend URL (or a run fence naming one) is malformed: a bad bucket name, endpoint or region, credentials in the URL, or . and .. in its path; refused", thrownBy: "backends ObjectStoreError (s3 client, s3 runFenceFromEnv)", exit: 1 },
 
   // ---- provider/logic ----
   missing_credentials: { meaning: "no base URL or API key for a profile the groups use", thrownBy: "logic MissingCredentialsError", exit: 1 },
