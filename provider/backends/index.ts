@@ -7,10 +7,11 @@
 import type { BackendAdapter, RunFence, SharedBackend, SlotRules, SlotStore } from "./backend";
 import { fileAdapter } from "./file";
 import { postgresAdapter } from "./postgres";
+import { gsAdapter } from "./gs";
 import { s3Adapter } from "./s3";
 
 /** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, ... have none). */
-const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter, s3Adapter];
+const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter, s3Adapter, gsAdapter];
 
 /** The adapter of a backend URL's kind, or undefined for a backend without shared state of ours. */
 export function adapterFor(url: string): BackendAdapter | undefined {
@@ -53,5 +54,6 @@ export * from "./run-record";
 export { ObjectStoreError, type ObjectClient } from "./object-client";
 export { OBJECT_FENCE_ENV, OBJECT_LEASE_TIMING, OBJECT_WAITER_STALE_MS } from "./object-lease";
 export * from "./s3";
+export * from "./gs";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { PROCESS_WAITER, type QueuePlace, type Waiter } from "./waiter";

@@ -44,17 +44,24 @@ export class ObjectStoreError extends UserGroupsError {
 }
 
 /**
- * The store's clock from a `Date` header (whole seconds): the offset to this
- * process's clock, taken half a second into the second the header names.
+ * The store's clock from its `Date` headers (whole seconds): each answer bounds
+ * the offset to this process's clock from below (the header's second began
+ * before the answer arrived) and from above (it ended after the request left);
+ * the estimate is the middle of the tightest bounds seen (reset when they cross:
+ * a clock that jumped).
  */
 export class StoreClock {
-  private offset = 0;
-  observe(dateHeader: string | null): void {
+  private low = Number.NEGATIVE_INFINITY;
+  private high = Number.POSITIVE_INFINITY;
+  observe(dateHeader: string | null, sentAt: number, receivedAt: number): void {
     const at = dateHeader ? Date.parse(dateHeader) : Number.NaN;
-    if (Number.isFinite(at)) this.offset = at + 500 - systemClock.now();
+    if (!Number.isFinite(at)) return;
+    const [low, high] = [at - receivedAt, at + 1_000 - sentAt];
+    if (low > this.high || high < this.low) [this.low, this.high] = [low, high];
+    else [this.low, this.high] = [Math.max(this.low, low), Math.min(this.high, high)];
   }
   now(): number {
-    return systemClock.now() + this.offset;
+    return systemClock.now() + (Number.isFinite(this.low) ? (this.low + this.high) / 2 : 0);
   }
 }
 
@@ -88,7 +95,9 @@ async function probe(client: ObjectClient): Promise<void> {
       );
     if (first === undefined) throw refuse("a create of a fresh key was refused");
     if ((await client.create(key, "2")) !== undefined) throw refuse("a second create-if-absent of one key was accepted");
-    if ((await client.replace(key, "3", `${first}-not`)) !== undefined) throw refuse("a write conditioned on a version the object does not have was accepted");
+    // A version the object does not have, in the store's own form (an ETag, a generation number).
+    const other = /^[0-9]{1,20}$/.test(first) ? String(BigInt(first) + 1n) : `"${first.replace(/"/g, "")}-not"`;
+    if ((await client.replace(key, "3", other)) !== undefined) throw refuse("a write conditioned on a version the object does not have was accepted");
     if ((await client.get(key))?.body !== "1") throw refuse("a refused write changed the object");
   } finally {
     await client.remove(key).catch(() => undefined);
@@ -111,4 +120,49 @@ export async function updateObject<T>(client: ObjectClient, key: string, change:
     await systemClock.sleep(systemClock.random() * Math.min(200, 10 * 2 ** attempt));
   }
   throw new ObjectStoreError("backend_unreachable", `The object ${key} of ${client.place} kept changing under ${attempts} conditional writes in a row; ask again.`);
+}
+
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+const REQUEST_TIMEOUT_MS = 15_000;
+
+/** What a store answered: its status, its body (bounded), its headers. */
+export interface StoreAnswer {
+  readonly status: number;
+  readonly body: Buffer;
+  readonly headers: Headers;
+}
+
+/**
+ * One HTTP request to a store, with a deadline on the one clock, the store's
+ * clock read off its Date header, the answer bounded. A failure to reach it is
+ * `backend_unreachable` with the system's code only (never the request's headers).
+ */
+export async function storeFetch(place: string, clock: StoreClock, url: string, init: { method: string; headers: Record<string, string>; body?: Buffer }): Promise<StoreAnswer> {
+  const timedOut = new AbortController();
+  const answered = new AbortController();
+  void systemClock.sleep(REQUEST_TIMEOUT_MS, answered.signal, { keepAlive: false }).then(() => timedOut.abort(), () => undefined);
+  try {
+    let response: Response;
+    const sentAt = systemClock.now();
+    try {
+      response = await fetch(url, { ...init, signal: timedOut.signal, redirect: "manual" });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: unknown } }).cause?.code ?? (error as { name?: unknown }).name;
+      const code = typeof cause === "string" && /^[A-Za-z0-9_]{1,40}$/.test(cause) ? cause : "error";
+      throw new ObjectStoreError("backend_unreachable", `The object store ${place} cannot be reached (${code}); ask again; if it lasts, check the backend URL and that the store is up.`);
+    }
+    clock.observe(response.headers.get("date"), sentAt, systemClock.now());
+    if (Number(response.headers.get("content-length") ?? 0) > MAX_ANSWER_BYTES) {
+      await response.body?.cancel();
+      throw new ObjectStoreError("backend_unreachable", `The object store ${place} answered more than ${MAX_ANSWER_BYTES} bytes for one object.`);
+    }
+    return { status: response.status, body: Buffer.from(await response.arrayBuffer()), headers: response.headers };
+  } finally {
+    answered.abort();
+  }
+}
+
+/** A store's answer no caller expects: `backend_unreachable`, with the status and the store's own (checked) error code. */
+export function unexpectedAnswer(place: string, what: string, answer: { status: number; code: string }): ObjectStoreError {
+  return new ObjectStoreError("backend_unreachable", `The object store ${place} failed ${what}: HTTP ${answer.status}${answer.code ? ` ${answer.code}` : ""}; ask again.`);
 }

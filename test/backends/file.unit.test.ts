@@ -151,7 +151,7 @@ describe("every conformance check fails on an adapter broken for it", () => {
     expect(backendFor("postgres://db.example/state")?.kind).toBe("postgres");
     expect(backendFor("postgresql://db.example/state")?.kind).toBe("postgres");
     expect(backendFor("s3://bucket-name/state")?.kind).toBe("s3");
-    expect(backendFor("azblob://container")).toBeUndefined();
+    expect(backendFor("gs://bucket-name/state")?.kind).toBe("gs");
     expect(backendFor("https://api.pulumi.com")).toBeUndefined();
   });
 });

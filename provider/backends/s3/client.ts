@@ -6,12 +6,9 @@
 // SigV4 (sigv4.ts). Create-if-absent is `If-None-Match: *`, compare-and-swap
 // `If-Match` on the ETag. Every answer is bounded; S3's error code is the only
 // part of an error body a message quotes.
-import { systemClock } from "../../clock";
-import { type ObjectClient, ObjectStoreError, StoreClock, type StoredObject } from "../object-client";
+import { type ObjectClient, ObjectStoreError, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
 import { encodeRfc3986, type S3Credentials, signRequest } from "./sigv4";
 
-const MAX_OBJECT_BYTES = 64 * 1024 * 1024;
-const REQUEST_TIMEOUT_MS = 15_000;
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 const HOST = /^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$/;
 
@@ -102,48 +99,21 @@ export class S3Client implements ObjectClient {
     const query = options.query ?? {};
     const headers = signRequest({ method, path, query, headers: { host, ...options.headers }, body, region, credentials: this.credentials, now: new Date(this.clock.now() - 500) });
     const search = Object.entries(query).map(([k, v]) => `${encodeRfc3986(k)}=${encodeRfc3986(v)}`).join("&");
-    let response: Response;
-    // The request's deadline, on the one clock: aborted when it passes, the wait ended when the answer is in.
-    const timedOut = new AbortController();
-    const answered = new AbortController();
-    void systemClock.sleep(REQUEST_TIMEOUT_MS, answered.signal, { keepAlive: false }).then(() => timedOut.abort(), () => undefined);
-    try {
-      response = await fetch(`${origin}${path}${search ? `?${search}` : ""}`, {
-        method,
-        headers,
-        ...(options.body !== undefined ? { body } : {}),
-        signal: timedOut.signal,
-        redirect: "manual",
-      });
-    } catch (error) {
-      const cause = (error as { cause?: { code?: unknown } }).cause?.code ?? (error as { name?: unknown }).name;
-      const code = typeof cause === "string" && /^[A-Za-z0-9_]{1,40}$/.test(cause) ? cause : "error";
-      answered.abort();
-      throw new ObjectStoreError("backend_unreachable", `The object store ${this.place} cannot be reached (${code}); ask again; if it lasts, check the backend URL and that the store is up.`);
-    }
-    this.clock.observe(response.headers.get("date"));
-    const length = Number(response.headers.get("content-length") ?? 0);
-    if (length > MAX_OBJECT_BYTES) {
-      answered.abort();
-      await response.body?.cancel();
-      throw new ObjectStoreError("backend_unreachable", `The object store ${this.place} answered more than ${MAX_OBJECT_BYTES} bytes for one object.`);
-    }
-    let bytes: Buffer;
-    try {
-      bytes = Buffer.from(await response.arrayBuffer());
-    } finally {
-      answered.abort();
-    }
-    const code = response.status >= 300 ? s3Code(bytes.toString("utf8")) : "";
+    const { status, body: bytes, headers: answered } = await storeFetch(this.place, this.clock, `${origin}${path}${search ? `?${search}` : ""}`, {
+      method,
+      headers,
+      ...(options.body !== undefined ? { body } : {}),
+    });
+    const code = status >= 300 ? s3Code(bytes.toString("utf8")) : "";
     if (code === "NoSuchBucket") throw new ObjectStoreError("backend_bucket_missing", `The S3 bucket of ${this.place} does not exist: create it (or correct the backend URL).`);
-    if (response.status === 403 || /^(InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|ExpiredToken|InvalidToken)$/.test(code)) {
+    if (status === 403 || /^(InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|ExpiredToken|InvalidToken)$/.test(code)) {
       throw new ObjectStoreError("backend_credentials_rejected", `The object store ${this.place} refused the credentials (${code || "HTTP 403"}): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN).`);
     }
-    return { status: response.status, body: bytes, etag: response.headers.get("etag"), code };
+    return { status, body: bytes, etag: answered.get("etag"), code };
   }
 
   private unexpected(what: string, answer: { status: number; code: string }): never {
-    throw new ObjectStoreError("backend_unreachable", `The object store ${this.place} failed ${what}: HTTP ${answer.status}${answer.code ? ` ${answer.code}` : ""}; ask again.`);
+    throw unexpectedAnswer(this.place, what, answer);
   }
 
   async get(key: string): Promise<StoredObject | undefined> {
