@@ -5,13 +5,14 @@
 // Adding a backend: a folder that implements BackendAdapter, one line in
 // ADAPTERS, and test/backends/conformance.ts run against it.
 import type { BackendAdapter, RunFence, SharedBackend, SlotRules, SlotStore } from "./backend";
+import { azblobAdapter } from "./azblob";
 import { fileAdapter } from "./file";
 import { postgresAdapter } from "./postgres";
 import { gsAdapter } from "./gs";
 import { s3Adapter } from "./s3";
 
 /** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, ... have none). */
-const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter, s3Adapter, gsAdapter];
+const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter, s3Adapter, gsAdapter, azblobAdapter];
 
 /** The adapter of a backend URL's kind, or undefined for a backend without shared state of ours. */
 export function adapterFor(url: string): BackendAdapter | undefined {
@@ -55,5 +56,6 @@ export { ObjectStoreError, type ObjectClient } from "./object-client";
 export { OBJECT_FENCE_ENV, OBJECT_LEASE_TIMING, OBJECT_WAITER_STALE_MS } from "./object-lease";
 export * from "./s3";
 export * from "./gs";
+export * from "./azblob";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { PROCESS_WAITER, type QueuePlace, type Waiter } from "./waiter";
