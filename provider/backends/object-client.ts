@@ -166,3 +166,39 @@ export async function storeFetch(place: string, clock: StoreClock, url: string, 
 export function unexpectedAnswer(place: string, what: string, answer: { status: number; code: string }): ObjectStoreError {
   return new ObjectStoreError("backend_unreachable", `The object store ${place} failed ${what}: HTTP ${answer.status}${answer.code ? ` ${answer.code}` : ""}; ask again.`);
 }
+
+/** A store's URL parts every object store shares: the bucket (container), the keys' prefix, the query. */
+export interface ObjectUrl {
+  readonly bucket: string;
+  /** "" or ending in "/". */
+  readonly prefix: string;
+  readonly query: URLSearchParams;
+}
+
+/** The error of a malformed backend URL of `scheme`. */
+export const invalidUrl = (scheme: string, why: string) => new ObjectStoreError("backend_url_invalid", `The ${scheme}:// backend URL is not usable: ${why}.`);
+
+/**
+ * `<scheme>://bucket[/prefix]?…` checked before use (outside input): no user or
+ * password in it (`credentialsHint`: where they go instead), a bucket name the
+ * store allows, no `.`/`..` in the prefix.
+ */
+export function parseObjectUrl(url: string, scheme: string, bucketName: RegExp, credentialsHint: string): ObjectUrl {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalidUrl(scheme, "not a URL");
+  }
+  if (parsed.protocol !== `${scheme}:`) throw invalidUrl(scheme, `not ${scheme}://`);
+  if (parsed.username || parsed.password) throw invalidUrl(scheme, `it holds credentials (${credentialsHint})`);
+  if (!bucketName.test(parsed.hostname)) throw invalidUrl(scheme, "the bucket (container) name is not one the store allows");
+  let segments: string[];
+  try {
+    segments = decodeURIComponent(parsed.pathname).split("/").filter((s) => s !== "");
+  } catch {
+    throw invalidUrl(scheme, "its path is not percent-encoded right");
+  }
+  if (segments.some((s) => s === "." || s === ".." || s.includes("\u0000"))) throw invalidUrl(scheme, "its path has . or .. segments");
+  return { bucket: parsed.hostname, prefix: segments.length > 0 ? `${segments.join("/")}/` : "", query: parsed.searchParams };
+}

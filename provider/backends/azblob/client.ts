@@ -7,13 +7,13 @@
 // compare-and-swap `If-Match` on the ETag. The key only enters the HMAC.
 import { createHmac } from "node:crypto";
 import { isIP } from "node:net";
-import { type ObjectClient, ObjectStoreError, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
+import { type ObjectClient, ObjectStoreError, invalidUrl, parseObjectUrl, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
 
 const VERSION = "2021-10-04";
 const CONTAINER = /^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/;
 const HOST = /^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$/;
 
-const invalid = (why: string) => new ObjectStoreError("backend_url_invalid", `The azblob:// backend URL is not usable: ${why}.`);
+const invalid = (why: string) => invalidUrl("azblob", why);
 
 export interface AzureTarget {
   readonly account: string;
@@ -25,28 +25,17 @@ export interface AzureTarget {
 }
 
 export function azureTarget(url: string, env: NodeJS.ProcessEnv = process.env): AzureTarget {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid("not a URL");
-  }
-  if (parsed.protocol !== "azblob:") throw invalid("not azblob://");
-  if (parsed.username || parsed.password) throw invalid("it holds credentials (put them in AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY)");
-  if (!CONTAINER.test(parsed.hostname)) throw invalid("the container name is not a valid Azure container name");
-  const segments = decodeURIComponent(parsed.pathname).split("/").filter((s) => s !== "");
-  if (segments.some((s) => s === "." || s === ".." || s.includes("\u0000"))) throw invalid("its path has . or .. segments");
+  const { bucket: container, prefix, query: q } = parseObjectUrl(url, "azblob", CONTAINER, "put them in AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY");
   const account = env.AZURE_STORAGE_ACCOUNT?.trim() ?? "";
   if (!/^[a-z0-9]{3,24}$/.test(account)) {
     throw new ObjectStoreError("backend_credentials_rejected", "No Azure storage account: set AZURE_STORAGE_ACCOUNT (3-24 lower-case letters and digits) and AZURE_STORAGE_KEY in the environment.");
   }
-  const q = parsed.searchParams;
   const protocol = q.get("protocol") === "http" ? "http" : "https";
   const domain = q.get("domain") || "blob.core.windows.net";
   if (!HOST.test(domain)) throw invalid("the domain is not host[:port]");
   const hostname = domain.replace(/:\d+$/, "");
   const accountInPath = q.get("localemu") === "true" || isIP(hostname) !== 0 || hostname === "localhost";
-  return { account, container: parsed.hostname, prefix: segments.length > 0 ? `${segments.join("/")}/` : "", origin: `${protocol}://${accountInPath ? domain : `${account}.${domain}`}`, accountInPath };
+  return { account, container, prefix, origin: `${protocol}://${accountInPath ? domain : `${account}.${domain}`}`, accountInPath };
 }
 
 /** Azure's error code from an error body or header (letters only, bounded), or "". */

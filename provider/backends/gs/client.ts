@@ -4,7 +4,7 @@
 // client reads it), else storage.googleapis.com; the bearer token from
 // GOOGLE_OAUTH_ACCESS_TOKEN (service-account files are not read). Create-if-absent
 // is `ifGenerationMatch=0`, compare-and-swap `ifGenerationMatch=<generation>`.
-import { type ObjectClient, ObjectStoreError, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
+import { type ObjectClient, ObjectStoreError, invalidUrl, parseObjectUrl, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
 
 const BUCKET = /^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$/;
 const HOST = /^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$/;
@@ -16,20 +16,10 @@ export interface GcsTarget {
   readonly origin: string;
 }
 
-const invalid = (why: string) => new ObjectStoreError("backend_url_invalid", `The gs:// backend URL is not usable: ${why}.`);
+const invalid = (why: string) => invalidUrl("gs", why);
 
 export function gcsTarget(url: string, env: NodeJS.ProcessEnv = process.env): GcsTarget {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid("not a URL");
-  }
-  if (parsed.protocol !== "gs:") throw invalid("not gs://");
-  if (parsed.username || parsed.password) throw invalid("it holds credentials (put a token in GOOGLE_OAUTH_ACCESS_TOKEN)");
-  if (!BUCKET.test(parsed.hostname)) throw invalid("the bucket name is not a valid GCS bucket name");
-  const segments = decodeURIComponent(parsed.pathname).split("/").filter((s) => s !== "");
-  if (segments.some((s) => s === "." || s === ".." || s.includes("\u0000"))) throw invalid("its path has . or .. segments");
+  const { bucket, prefix } = parseObjectUrl(url, "gs", BUCKET, "put a token in GOOGLE_OAUTH_ACCESS_TOKEN");
   let origin = "https://storage.googleapis.com";
   const emulator = env.STORAGE_EMULATOR_HOST?.trim();
   if (emulator) {
@@ -38,7 +28,7 @@ export function gcsTarget(url: string, env: NodeJS.ProcessEnv = process.env): Gc
     if (!HOST.test(host)) throw invalid("STORAGE_EMULATOR_HOST is not host[:port]");
     origin = `${explicit ? explicit[1] : "http"}://${host}`;
   }
-  return { bucket: parsed.hostname, prefix: segments.length > 0 ? `${segments.join("/")}/` : "", origin };
+  return { bucket, prefix, origin };
 }
 
 /** GCS's error reason from a JSON error body (letters only, bounded), or "". */

@@ -6,7 +6,7 @@
 // SigV4 (sigv4.ts). Create-if-absent is `If-None-Match: *`, compare-and-swap
 // `If-Match` on the ETag. Every answer is bounded; S3's error code is the only
 // part of an error body a message quotes.
-import { type ObjectClient, ObjectStoreError, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
+import { type ObjectClient, ObjectStoreError, invalidUrl, parseObjectUrl, StoreClock, type StoredObject, storeFetch, unexpectedAnswer } from "../object-client";
 import { encodeRfc3986, type S3Credentials, signRequest } from "./sigv4";
 
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
@@ -22,24 +22,11 @@ export interface S3Target {
   readonly region: string;
 }
 
-const invalid = (why: string) => new ObjectStoreError("backend_url_invalid", `The s3:// backend URL is not usable: ${why}.`);
+const invalid = (why: string) => invalidUrl("s3", why);
 
 /** The parts of an `s3://` URL (outside input: checked before use; nothing of it becomes a host or a path unchecked). */
 export function s3Target(url: string, env: NodeJS.ProcessEnv = process.env): S3Target {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid("not a URL");
-  }
-  if (parsed.protocol !== "s3:") throw invalid("not s3://");
-  if (parsed.username || parsed.password) throw invalid("it holds credentials (put them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)");
-  const bucket = parsed.hostname;
-  if (!BUCKET.test(bucket)) throw invalid("the bucket name is not a valid S3 bucket name");
-  const segments = decodeURIComponent(parsed.pathname).split("/").filter((s) => s !== "");
-  if (segments.some((s) => s === "." || s === ".." || s.includes("\u0000"))) throw invalid("its path has . or .. segments");
-  const prefix = segments.length > 0 ? `${segments.join("/")}/` : "";
-  const q = parsed.searchParams;
+  const { bucket, prefix, query: q } = parseObjectUrl(url, "s3", BUCKET, "put them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
   const region = q.get("region") || env.AWS_REGION || env.AWS_DEFAULT_REGION || "us-east-1";
   if (!/^[a-z0-9-]{1,40}$/.test(region)) throw invalid("the region is not a region name");
   const insecure = q.get("disableSSL") === "true" || q.get("disable_https") === "true";
