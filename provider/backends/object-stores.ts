@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { UserGroupsError } from "../wire/errors";
 import type { AssignmentPlan, DirectoryStore, SlotRules, SlotStore } from "./backend";
+import { claimEntries } from "./directory-entries";
 import { type ObjectClient, updateObject, verifyConditions } from "./object-client";
 import { MAX_SHARDS, shardOfStackFile, stackLeaf } from "./run-record";
 import { assertValidStackName } from "./stack-name";
@@ -98,16 +99,7 @@ export class ObjectShardDirectory implements DirectoryStore {
 
   claim(names: readonly string[], shard: number): Promise<Map<string, number>> {
     return this.update((data) => {
-      const groups = { ...data.groups };
-      const elsewhere = new Map<string, number>();
-      let fresh = false;
-      for (const name of names) {
-        const known = groups[name];
-        if (known === undefined) {
-          groups[name] = shard;
-          fresh = true;
-        } else if (known !== shard) elsewhere.set(name, known);
-      }
+      const { groups, elsewhere, fresh } = claimEntries(data.groups, names, shard);
       return { ...(fresh ? { data: { ...data, initialized: true, groups } } : {}), result: elsewhere };
     });
   }
