@@ -5,11 +5,14 @@
 // Adding a backend: a folder that implements BackendAdapter, one line in
 // ADAPTERS, and test/backends/conformance.ts run against it.
 import type { BackendAdapter, RunFence, SharedBackend, SlotRules, SlotStore } from "./backend";
+import { azblobAdapter } from "./azblob";
 import { fileAdapter } from "./file";
 import { postgresAdapter } from "./postgres";
+import { gsAdapter } from "./gs";
+import { s3Adapter } from "./s3";
 
-/** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, S3, ... have none yet). */
-const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter];
+/** Every kind of backend with shared state of ours, by scheme (others: Pulumi Cloud, ... have none). */
+const ADAPTERS: readonly BackendAdapter[] = [fileAdapter, postgresAdapter, s3Adapter, gsAdapter, azblobAdapter];
 
 /** The adapter of a backend URL's kind, or undefined for a backend without shared state of ours. */
 export function adapterFor(url: string): BackendAdapter | undefined {
@@ -49,5 +52,10 @@ export { backendUrlSecrets, engineBackendEnv, withApplicationName, withoutCreden
 export * from "./file";
 export * from "./postgres";
 export * from "./run-record";
+export { ObjectStoreError, type ObjectClient } from "./object-client";
+export { OBJECT_FENCE_ENV, OBJECT_LEASE_TIMING, OBJECT_WAITER_STALE_MS } from "./object-lease";
+export * from "./s3";
+export * from "./gs";
+export * from "./azblob";
 export { assertValidStackName, InvalidStackNameError, isValidStackName } from "./stack-name";
 export { PROCESS_WAITER, type QueuePlace, type Waiter } from "./waiter";

@@ -150,7 +150,8 @@ describe("every conformance check fails on an adapter broken for it", () => {
     expect(backendFor("file:///srv/state")?.kind).toBe("file");
     expect(backendFor("postgres://db.example/state")?.kind).toBe("postgres");
     expect(backendFor("postgresql://db.example/state")?.kind).toBe("postgres");
-    expect(backendFor("s3://bucket/state")).toBeUndefined();
+    expect(backendFor("s3://bucket-name/state")?.kind).toBe("s3");
+    expect(backendFor("gs://bucket-name/state")?.kind).toBe("gs");
     expect(backendFor("https://api.pulumi.com")).toBeUndefined();
   });
 });

@@ -6,6 +6,7 @@ import path from "node:path";
 import { z } from "zod";
 import { UserGroupsError } from "../../wire/errors";
 import type { AssignmentPlan, DirectoryStore } from "../backend";
+import { claimEntries } from "../directory-entries";
 import { MAX_SHARDS, shardOfStackFile, stackLeaf } from "../run-record";
 import { assertValidStackName } from "../stack-name";
 import { withFileLock } from "./file-lock";
@@ -116,16 +117,7 @@ export class FileShardDirectory implements DirectoryStore {
   async claim(names: readonly string[], shard: number) {
     return this.locked(() => {
       const data = this.load();
-      const groups = { ...data.groups };
-      const elsewhere = new Map<string, number>();
-      let fresh = false;
-      for (const name of names) {
-        const known = groups[name];
-        if (known === undefined) {
-          groups[name] = shard;
-          fresh = true;
-        } else if (known !== shard) elsewhere.set(name, known);
-      }
+      const { groups, elsewhere, fresh } = claimEntries(data.groups, names, shard);
       if (fresh) this.save({ ...data, initialized: true, groups });
       return elsewhere;
     });

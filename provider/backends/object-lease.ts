@@ -1,0 +1,250 @@
+// The run lease of an object-store backend (s3://, and the others built on
+// object-client.ts): one object per stack, `.user-groups/leases/<project>/<stack>/lease.json`,
+// holding the run record with an epoch and an expiry on the store's own clock.
+// A new holder takes it with the store's conditional write (create-if-absent for
+// a fresh stack, compare-and-swap on the version it read otherwise), so of
+// racing takers exactly one wins; the holder renews with compare-and-swap on the
+// version it last wrote, so a holder that was taken over finds out on its next
+// write. Waiters keep an object each under `.user-groups/lease-waiters/...` and
+// are served first come (the store's clock). The run's provider processes get
+// the epoch (fenceEnv) and check it before each request (ObjectRunFence); the
+// engine's own checkpoint writes are NOT fenced (docs/object-stores.md).
+import { z } from "zod";
+import { type Clock, systemClock } from "../clock";
+import { type AcquireOutcome, type LeaseRules, type LeaseStore, type LeaseStoreOptions, type PulumiLock, type RunFence, RunFencedError } from "./backend";
+import { type ObjectClient, verifyConditions } from "./object-client";
+import { LEASE_TTL_MS, type LeaseTiming, parseRunRecord, RENEW_EVERY_MS, type RunClaim, type RunRecord, stackPath } from "./run-record";
+import { assertValidStackName } from "./stack-name";
+import { PROCESS_WAITER, type Waiter } from "./waiter";
+
+export const OBJECT_LEASE_TIMING: LeaseTiming = { ttlMs: LEASE_TTL_MS, renewEveryMs: RENEW_EVERY_MS };
+/** A waiter not seen for this long has stopped waiting (above the lock wait's longest pause, 5 s). */
+export const OBJECT_WAITER_STALE_MS = 8_000;
+/** The store's clock is read off whole-second `Date` headers: a lease counts as expired only this long past its expiry. */
+const CLOCK_MARGIN_MS = 1_000;
+/** A provider's request goes out only while its run's lease has this long to live (as PostgreSQL's FENCE_MARGIN_MS). */
+export const OBJECT_FENCE_MARGIN_MS = 3_000;
+
+/** The variables a run's provider processes find their fence by. */
+export const OBJECT_FENCE_ENV = {
+  /** The run's epoch. */
+  epoch: "USER_GROUPS_OBJECT_FENCE",
+  /** The backend URL (no credential in it). */
+  url: "USER_GROUPS_OBJECT_FENCE_URL",
+  /** The lease object's key. */
+  key: "USER_GROUPS_OBJECT_FENCE_KEY",
+} as const;
+
+const envelopeSchema = z.object({ epoch: z.number().int().nonnegative(), expiresAt: z.number(), record: z.unknown() });
+interface Envelope {
+  readonly epoch: number;
+  readonly expiresAt: number;
+  readonly record: RunRecord | undefined;
+}
+
+function parseEnvelope(body: string): Envelope | undefined {
+  try {
+    const parsed = envelopeSchema.safeParse(JSON.parse(body));
+    if (!parsed.success) return undefined;
+    return { epoch: parsed.data.epoch, expiresAt: parsed.data.expiresAt, record: parseRunRecord(JSON.stringify(parsed.data.record)) };
+  } catch {
+    return undefined;
+  }
+}
+
+const seg = (s: string) => encodeURIComponent(s);
+export const leaseKeyOf = (project: string, stack: string) => `.user-groups/leases/${seg(project)}/${seg(assertValidStackName(stack))}/lease.json`;
+const WAITER_KEY = /\/([A-Za-z0-9_-]{1,64})\.json$/;
+const LOCK_KEY = /^\.pulumi\/locks\/([^/]{1,255})\/([^/]{1,255})\/([^/]{1,255})\/[^/]{1,255}\.json$/;
+const MAX_LOCK_BYTES = 64 * 1024;
+
+export class ObjectLeaseStore implements LeaseStore {
+  onLost: (() => void) | undefined;
+  readonly timing: LeaseTiming;
+  private held: { version: string; epoch: number; runId: string } | undefined;
+  private readonly key: string;
+  private readonly waiters: string;
+  private readonly rules: LeaseRules;
+  private readonly waiter: Waiter;
+  private readonly waiterId: string;
+  private readonly waiterStaleMs: number;
+
+  constructor(
+    private readonly client: ObjectClient,
+    private readonly project: string,
+    private readonly stack: string,
+    options: LeaseStoreOptions,
+  ) {
+    this.rules = options.rules;
+    this.timing = options.timing ?? OBJECT_LEASE_TIMING;
+    this.waiter = options.waiter ?? PROCESS_WAITER;
+    this.waiterId = options.waiterId ?? this.waiter.id;
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(this.waiterId)) throw new Error("a waiter id is letters, digits, - and _");
+    this.waiterStaleMs = options.waiterStaleMs ?? OBJECT_WAITER_STALE_MS;
+    this.key = leaseKeyOf(project, stack);
+    this.waiters = `.user-groups/lease-waiters/${seg(project)}/${seg(stack)}/`;
+  }
+
+  private get placeKey(): string {
+    return `${this.client.place}\u0000${this.waiters}${this.waiterId}`;
+  }
+
+  /** Puts this store in the queue (or says it still is) and answers whether a live waiter began before it; stale waiters are swept. */
+  private async queue(now: number): Promise<boolean> {
+    const place = this.waiter.places.get(this.placeKey);
+    const since = place !== undefined && typeof place.since === "number" && now - place.triedAt <= this.waiterStaleMs ? Math.min(place.since, now) : now;
+    this.waiter.places.set(this.placeKey, { since, triedAt: now });
+    await this.client.put(`${this.waiters}${this.waiterId}.json`, JSON.stringify({ since, seenAt: now }));
+    const others = (await this.client.list(this.waiters)).filter((key) => WAITER_KEY.exec(key)?.[1] !== undefined && WAITER_KEY.exec(key)![1] !== this.waiterId);
+    const seen = await Promise.all(
+      others.map(async (key) => {
+        const body = (await this.client.get(key))?.body;
+        let other: { since?: unknown; seenAt?: unknown } = {};
+        try {
+          other = body !== undefined && body.length < 1_024 ? (JSON.parse(body) as typeof other) : {};
+        } catch {
+          // torn or not ours: no waiter
+        }
+        if (typeof other.since !== "number" || typeof other.seenAt !== "number" || now - other.seenAt > this.waiterStaleMs) {
+          if (body !== undefined) await this.client.remove(key);
+          return false;
+        }
+        const id = WAITER_KEY.exec(key)![1]!;
+        return other.since < since || (other.since === since && id < this.waiterId);
+      }),
+    );
+    return seen.some(Boolean);
+  }
+
+  private async leaveQueue(forget: boolean): Promise<void> {
+    if (forget) this.waiter.places.delete(this.placeKey);
+    await this.client.remove(`${this.waiters}${this.waiterId}.json`);
+  }
+
+  async tryAcquire(me: RunClaim, options: { readonly breakLive?: boolean } = {}): Promise<AcquireOutcome> {
+    await verifyConditions(this.client);
+    const current = await this.client.get(this.key);
+    const envelope = current === undefined ? undefined : parseEnvelope(current.body);
+    const now = this.client.now();
+    const ahead = options.breakLive ? false : await this.queue(now);
+    const previous = envelope?.record;
+    const live = previous !== undefined && !previous.released && now <= envelope!.expiresAt + CLOCK_MARGIN_MS;
+    if (live && !options.breakLive) return { acquired: false, holder: previous, retryInMs: Math.max(100, envelope!.expiresAt + CLOCK_MARGIN_MS - now + 100) };
+    if (ahead) return { acquired: false };
+    const epoch = (envelope?.epoch ?? 0) + 1;
+    const record: RunRecord = { ...this.rules.successor(previous, me, this.timing.ttlMs), epoch };
+    const body = JSON.stringify({ epoch, expiresAt: now + this.timing.ttlMs, record });
+    const version = current === undefined ? await this.client.create(this.key, body) : await this.client.replace(this.key, body, current.version);
+    if (version === undefined) return { acquired: false };
+    this.held = { version, epoch, runId: record.runId };
+    await this.leaveQueue(true);
+    return { acquired: true, record };
+  }
+
+  /** Rewrites the held lease (compare-and-swap on the version this holder last wrote); `expiresAt` on the store's clock. */
+  private async rewrite(record: RunRecord, expiresAt: number): Promise<boolean> {
+    const held = this.held;
+    if (held === undefined || record.runId !== held.runId) return false;
+    const body = JSON.stringify({ epoch: held.epoch, expiresAt, record: { ...record, epoch: held.epoch } });
+    const version = await this.client.replace(this.key, body, held.version);
+    if (version === undefined) {
+      this.held = undefined;
+      this.onLost?.();
+      return false;
+    }
+    held.version = version;
+    return true;
+  }
+
+  write(record: RunRecord): Promise<boolean> {
+    return this.rewrite(record, this.client.now() + this.timing.ttlMs);
+  }
+
+  async release(record: RunRecord): Promise<void> {
+    await this.rewrite({ ...record, released: true }, this.client.now());
+    this.held = undefined;
+  }
+
+  /** A lost run lets go unreleased: expired now, so the next holder takes its leftovers over at once. */
+  async abandon(): Promise<void> {
+    const held = this.held;
+    if (held === undefined) return;
+    const current = await this.client.get(this.key);
+    const record = current === undefined ? undefined : parseEnvelope(current.body)?.record;
+    if (current !== undefined && current.version === held.version && record !== undefined) await this.rewrite(record, 0);
+    this.held = undefined;
+  }
+
+  fenceEnv(record: RunRecord): Record<string, string> {
+    return {
+      PULUMI_BACKEND_URL: this.client.url,
+      [OBJECT_FENCE_ENV.epoch]: String(record.epoch ?? this.held?.epoch ?? 0),
+      [OBJECT_FENCE_ENV.url]: this.client.url,
+      [OBJECT_FENCE_ENV.key]: this.key,
+    };
+  }
+
+  async pulumiLocks(): Promise<PulumiLock[]> {
+    const where = stackPath(this.stack, this.project);
+    const keys = (await this.client.list(".pulumi/locks/")).filter((key) => {
+      const m = LOCK_KEY.exec(key);
+      return m !== null && m[2] === where.project && m[3] === where.stack && (where.org === undefined || m[1] === where.org);
+    });
+    const locks = await Promise.all(
+      keys.map(async (key): Promise<PulumiLock | undefined> => {
+        const body = (await this.client.get(key))?.body;
+        if (body === undefined) return undefined; // released meanwhile
+        let parsed: { pid?: unknown; hostname?: unknown; timestamp?: unknown } = {};
+        try {
+          parsed = body.length <= MAX_LOCK_BYTES ? (JSON.parse(body) as typeof parsed) : {};
+        } catch {
+          // not Pulumi's: a holder we cannot name
+        }
+        return {
+          key,
+          pid: typeof parsed.pid === "number" ? parsed.pid : -1,
+          hostname: typeof parsed.hostname === "string" ? parsed.hostname.slice(0, 255) : "",
+          ...(typeof parsed.timestamp === "string" ? { timestamp: parsed.timestamp.slice(0, 64) } : {}),
+        };
+      }),
+    );
+    return locks.filter((lock): lock is PulumiLock => lock !== undefined);
+  }
+
+  async removePulumiLock(lock: PulumiLock): Promise<void> {
+    if (!LOCK_KEY.test(lock.key)) throw new Error("not a key of Pulumi's lock");
+    await this.client.remove(lock.key);
+  }
+
+  async close(): Promise<void> {
+    await this.leaveQueue(false).catch(() => undefined);
+  }
+}
+
+/** A provider process's check before each request: is its run's epoch still the lease's, with time to live? */
+export class ObjectRunFence implements RunFence {
+  constructor(
+    private readonly client: ObjectClient,
+    private readonly key: string,
+    private readonly epoch: number,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  async check(): Promise<void> {
+    let last: unknown;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        const current = await this.client.get(this.key);
+        const envelope = current === undefined ? undefined : parseEnvelope(current.body);
+        if (envelope !== undefined && envelope.epoch === this.epoch && envelope.record?.released === false && envelope.expiresAt - this.client.now() > OBJECT_FENCE_MARGIN_MS) return;
+        throw new RunFencedError(`the run's lease (epoch ${this.epoch}) is no longer current, or expires within ${OBJECT_FENCE_MARGIN_MS / 1000} s`);
+      } catch (error) {
+        if (error instanceof RunFencedError) throw error;
+        last = error;
+        if (attempt < 3) await this.clock.sleep(300 * attempt);
+      }
+    }
+    const code = (last as { code?: unknown })?.code;
+    throw new RunFencedError(`the run's lease could not be confirmed (${typeof code === "string" ? code : "error"})`);
+  }
+}
