@@ -66,16 +66,15 @@ afterEach(() => {
 const step = story();
 
 describe("user-groups CLI", () => {
+  // One preview shows both (an engine run); a preview with changes and no --expect-no-changes exits 0:
+  // plan-messages.test.ts and the gitops example's pull-request job.
   step("previews the file on a pull request and reports changes to --expect-no-changes", async () => {
-    const preview = await cliPrinted("preview", "--file", groupsFile);
-    expect(preview.code, preview.stderr).toBe(0);
+    const preview = await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes");
+    expect(preview.code, preview.stderr).toBe(3);
     expect(preview.stdout).toMatch(/\+ default\.acme\s+default\s+create/);
     expect(preview.stdout).toMatch(/\+ testing\.acme\s+testing\s+create/);
     expect(preview.stdout).toMatch(/3 to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged/);
     expect(server.groups()).toEqual([]);
-
-    const check = await cliPrinted("preview", "--file", groupsFile, "--expect-no-changes");
-    expect(check.code).toBe(3);
   });
 
   step("refuses up without --yes when nobody can confirm", async () => {
@@ -133,10 +132,9 @@ describe("user-groups CLI", () => {
     expect((await cliPrinted("refresh", "--file", groupsFile, "--expect-no-changes")).code).toBe(0);
   });
 
+  // Each kind of bad file and its message: groups-file-refusals.unit.test.ts (the reader up uses); here the
+  // command with one of them (two problems in one entry): exit 2, both named, nothing sent.
   it.each([
-    ["malformed YAML", "groups: [ { name: x", /not valid YAML or JSON/],
-    ["no groups list", "name: x\n", /must hold one object with a "groups" list/],
-    ["a duplicate id", "groups:\n  - { name: A, userGroupId: a }\n  - { name: B, userGroupId: a }\n", /groups\[1\] \(userGroupId "a"\): duplicate userGroupId under profile "default" \(also groups\[0\]\)/],
     ["a bad field", "groups:\n  - { name: A, userGroupId: a }\n  - { name: '  ', userGroupId: b, color: red }\n", /groups\[1\] \(userGroupId "b"\): name must not be blank[\s\S]*the group has an unknown key "color"/],
   ])("refuses %s before any change, naming the file and the entry", async (_what, content, message) => {
     const bad = path.join(env.workDir, "bad.yaml");

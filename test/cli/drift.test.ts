@@ -183,6 +183,12 @@ describe("drift, refresh and destroy without side effects", () => {
     const destroyMissing = await cli(RW_KEY, "destroy", "--stack", "nosuch", "--yes");
     expect(destroyMissing.code).toBe(1);
     expect(destroyMissing.stderr).toMatch(/Stack "nosuch" does not exist in file:\/\/.*nothing to read or delete/);
-    expect((await cli(RW_KEY, "refresh", "--stack", "nosuch")).stderr).toMatch(/Stack "nosuch" does not exist/);
+    // Neither made it: the backend holds no file of it (the stack file, its backups and history, a lock). The
+    // directory of the stack that does exist is where the backend writes them, so the check can fail.
+    const named = (dir: string): string[] =>
+      existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? named(path.join(dir, entry.name)) : [path.join(dir, entry.name)])) : [];
+    const files = named(path.join(env.backendDir, ".pulumi")).map((file) => path.relative(env.backendDir, file));
+    expect(files.some((file) => file.includes("/default"))).toBe(true);
+    expect(files.filter((file) => file.includes("nosuch"))).toEqual([]);
   });
 });

@@ -19,6 +19,14 @@ export interface PulumiTestEnv {
   cleanup(): void;
 }
 
+/**
+ * V8's code cache for the Node.js processes a test's engine runs start (the `user-groups` command, Pulumi's
+ * language host and dynamic-provider plugin): each loads the same modules (@pulumi/pulumi, this package), compiled
+ * once and then read from here instead of once per process. Node.js treats it as a quiet optimisation (nothing
+ * printed, ignored where it cannot be used); it holds compiled code only, outside every test's own directory.
+ */
+const NODE_COMPILE_CACHE = path.join(REPO_ROOT, ".work", "node-compile-cache");
+
 export function createPulumiTestEnv(label: string): PulumiTestEnv {
   const binDir = inject("pulumiBinDir");
   const { workDir, backendDir, envVars, cleanup } = createStackDirectory({
@@ -28,5 +36,5 @@ export function createPulumiTestEnv(label: string): PulumiTestEnv {
     isolatedPulumiHome: true,
     passphrase: "test-passphrase",
   });
-  return { workDir, backendDir, binDir, envVars, cleanup };
+  return { workDir, backendDir, binDir, envVars: { ...envVars, NODE_COMPILE_CACHE }, cleanup };
 }

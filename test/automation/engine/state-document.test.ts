@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { provisionUserGroups, WrongPassphraseError } from "../../../provider/automation";
 import { selectStack } from "../../../provider/automation/engine/open-stack";
 import { exportState, importState, readStateWithSecrets } from "../../../provider/automation/engine/state";
@@ -30,10 +30,16 @@ function importFilesIn(dir: string): string[] {
   return readdirSync(dir).filter((name) => name.startsWith("state-import-"));
 }
 
+// One stack that the tests which only read it (or stop before writing it) share: a setup, one engine run; the test
+// that writes a state has a stack of its own.
+const READ_ONLY = "read";
+beforeAll(async () => {
+  await provisionUserGroups({ ...runOptions(READ_ONLY), groups: [{ name: "Read", userGroupId: "read" }] });
+}, 120_000);
+
 describe("reading a state", () => {
   it("exportState holds the token as ciphertext only; readStateWithSecrets decrypts it in memory; a wrong passphrase is refused", async () => {
-    const options = runOptions("read");
-    await provisionUserGroups({ ...options, groups: [{ name: "Read", userGroupId: "read" }] });
+    const options = runOptions(READ_ONLY);
     const token = server.groups().find((g) => g.user_group_id === "read")!.token;
     await withStack(options, async (stack) => {
       const exported = JSON.stringify(await exportState(stack));
@@ -98,8 +104,8 @@ describe("writing a state", () => {
   });
 
   it("a process stopped by SIGTERM during the import leaves no state document", async () => {
-    const options = runOptions("signal");
-    await provisionUserGroups({ ...options, groups: [{ name: "Signal", userGroupId: "signal" }] });
+    // The shared stack: the process is stopped before its import writes anything.
+    const options = runOptions(READ_ONLY);
     const dist = path.join(REPO_ROOT, "dist/provider/automation/engine");
     const script = `
       const { selectStack } = require(${JSON.stringify(path.join(dist, "open-stack.js"))});
