@@ -12,10 +12,8 @@
 // its proxy's); a PostgreSQL restart; on a file backend, r1's engine frozen at
 // its checkpoint write ("slow disk"), or r1's Node process stalled while its
 // engine goes on.
-import { watch, type FSWatcher, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { watch, type FSWatcher, existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { Client } from "pg";
-import { PROJECT_NAME } from "../../provider/automation/internal";
 import type { FakeServer } from "../../fake-server/index.js";
 import type { PostgresServer } from "../postgres.js";
 import { descendantsOf, commandLine, isRunning } from "../kill-tree.js";
@@ -23,6 +21,7 @@ import { checkHistory, type FinalState, problemsOf, timeToServe, type Verdict } 
 import type { Backend, FaultKind } from "./fault-kinds.js";
 import { describeOp, type FaultEvent, HistoryRecorder, type Op, type OpKind } from "./history.js";
 import { checkLinearizable, porcupineCheckPath } from "./linearizability.js";
+import { type HeldLease, heldLeases, lastRenewalOf } from "./leases.js";
 import { Replica } from "./replica.js";
 import { readDirectory, readShardStates } from "./final-state.js";
 import type { PartitionMode, Toxiproxy } from "./toxiproxy.js";
@@ -135,65 +134,6 @@ function random(seed: number): () => number {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A held lease: which holder (its epoch or lease file number) and when it last renewed (ms since the epoch). */
-interface HeldLease {
-  readonly epoch: number;
-  readonly renewedAt: number;
-}
-
-/**
- * The leases held on this history's stack and its shards, by stack key. The
- * replicas run on this machine, so the database's clock and a lease file's are
- * this one's.
- */
-export async function heldLeases(backendUrl: string, stack: string): Promise<Map<string, HeldLease>> {
-  const ours = (name: string) => name === stack || name.startsWith(`${stack}.shard-`);
-  const held = new Map<string, HeldLease>();
-  if (backendUrl.startsWith("file://")) {
-    const root = path.join(new URL(backendUrl).pathname, ".user-groups", "leases", PROJECT_NAME);
-    for (const dir of existsSync(root) ? readdirSync(root) : []) {
-      if (!ours(decodeURIComponent(dir))) continue;
-      const numbers = readdirSync(path.join(root, dir)).flatMap((f) => /^lease-(\d+)\.json$/.exec(f)?.[1] ?? []).map(Number);
-      if (numbers.length === 0) continue;
-      const epoch = Math.max(...numbers);
-      try {
-        const record = JSON.parse(readFileSync(path.join(root, dir, `lease-${epoch}.json`), "utf8")) as { renewedAt?: unknown; released?: unknown };
-        if (typeof record.renewedAt === "number" && record.released !== true) held.set(dir, { epoch, renewedAt: record.renewedAt });
-      } catch {
-        // being written
-      }
-    }
-    return held;
-  }
-  const client = new Client({ connectionString: backendUrl });
-  await client.connect();
-  try {
-    const rows = await client.query<{ stack_key: string; epoch: string; renewed: number }>(
-      "SELECT stack_key, epoch::text AS epoch, (EXTRACT(EPOCH FROM updated_at) * 1000)::float8 AS renewed FROM user_groups_run_leases WHERE NOT released AND expires_at > now()",
-    );
-    for (const row of rows.rows) if (ours(row.stack_key.slice(row.stack_key.indexOf("/") + 1))) held.set(row.stack_key, { epoch: Number(row.epoch), renewedAt: row.renewed });
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  return held;
-}
-
-/**
- * The last renewal of the leases held before a fault (`before`), as `after` (read
- * once the fault landed) shows it when the same holder still holds it: a holder
- * that was paused or cut off renews no more, and one whose lease was taken over
- * meanwhile last renewed as `before` says (at most one renewal period early).
- */
-export function lastRenewalOf(before: ReadonlyMap<string, HeldLease>, after: ReadonlyMap<string, HeldLease>): number | undefined {
-  let last: number | undefined;
-  for (const [key, lease] of before) {
-    const now = after.get(key);
-    const renewed = now !== undefined && now.epoch === lease.epoch ? now.renewedAt : lease.renewedAt;
-    last = Math.max(last ?? 0, renewed);
-  }
-  return last;
-}
 
 async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -347,7 +287,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
         server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: round.holdDelayMs ?? 4_000, times: 1 }]);
         void track(r1.call("ensure", holdId));
         // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
-        const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), 45_000);
+        // (As long as a call may wait for the stack: under load the calls already under way take a run each first.)
+        const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), options.lockTimeoutMs ?? 90_000);
         if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
       }
 
