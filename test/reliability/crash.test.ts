@@ -29,5 +29,5 @@ describe.skipIf(process.platform !== "linux")("crash consistency (kill -9 during
     // One stale lock each unsharded run left, at least one of the killed shards'.
     expect(plain.results.every((r) => r.removedLocks === 1)).toBe(true);
     expect(sharded.results[0]!.removedLocks).toBeGreaterThanOrEqual(1);
-  }, 300_000);
+  }, 360_000);
 });
