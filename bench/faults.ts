@@ -7,7 +7,11 @@
 // replica got served by an engine run, and the probe) from the fault's start and
 // from r1's last lease renewal, groups lost, doubled, orphaned, directory
 // entries wrong, tokens that differ from the service's, failures not retryable
-// or whose retry failed, calls never answered.
+// or whose retry failed, calls never answered. This is the long form: one
+// history a kind, 6 ids, 10 s of load before the fault and 20 s after, a pause or
+// black hole held a fixed 45 s; npm test's short form (test/jepsen/) runs its kinds
+// as rounds of one history a backend, 4 ids, 3 s before and after each fault
+// (docs/reliability.md, "Faults as Jepsen injects them").
 //   npm run bench -- --only faults
 //   BENCH_FAULTS=postgres:pause,file:slow-disk    only these
 //   BENCH_FAULTS_SEED=7  BENCH_FAULTS_HOLD_MS=45000  (how long a pause or partition lasts)

@@ -12,10 +12,8 @@
 // its proxy's); a PostgreSQL restart; on a file backend, r1's engine frozen at
 // its checkpoint write ("slow disk"), or r1's Node process stalled while its
 // engine goes on.
-import { watch, type FSWatcher, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { watch, type FSWatcher, existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { Client } from "pg";
-import { PROJECT_NAME } from "../../provider/automation/internal";
 import type { FakeServer } from "../../fake-server/index.js";
 import type { PostgresServer } from "../postgres.js";
 import { descendantsOf, commandLine, isRunning } from "../kill-tree.js";
@@ -23,6 +21,7 @@ import { checkHistory, type FinalState, problemsOf, timeToServe, type Verdict } 
 import type { Backend, FaultKind } from "./fault-kinds.js";
 import { describeOp, type FaultEvent, HistoryRecorder, type Op, type OpKind } from "./history.js";
 import { checkLinearizable, porcupineCheckPath } from "./linearizability.js";
+import { type HeldLease, heldLeases, lastRenewalOf } from "./leases.js";
 import { Replica } from "./replica.js";
 import { readDirectory, readShardStates } from "./final-state.js";
 import type { PartitionMode, Toxiproxy } from "./toxiproxy.js";
@@ -52,10 +51,25 @@ export interface HistoryOptions {
   readonly warmupMs?: number;
   readonly faultMs?: number;
   readonly afterMs?: number;
+  /**
+   * Heal the fault as soon as another replica has been served by an engine run
+   * (timeToServe: a create or a delete of another replica's, completed after the
+   * fault's start), `faultMs` at the latest: a history that must show the others
+   * serving while r1 is still paused or cut off waits for that event, not for a
+   * fixed 45 s. Default false (the fault is held `faultMs`).
+   */
+  readonly healOnceServed?: boolean;
   /** PostgreSQL down this long in a restart (ms). */
   readonly restartDownMs?: number;
   /** How long the create r1 is in when the fault lands takes on the service (ms). */
   readonly holdDelayMs?: number;
+  /**
+   * More faults after the first (`fault`, `faultMs`, `healOnceServed`, `holdDelayMs`), each in its own round: r1
+   * gets into a run, the fault lands and heals, `afterMs` of load; the drain, the retries and the checks come once,
+   * after the last round. A short form of several histories in one (the replicas start once, the end is checked
+   * once): npm test's. Neither `none` nor `race` can be a round of several; a kill can only be the last.
+   */
+  readonly thenFaults?: readonly FaultRound[];
   /** Share of removes among the random calls (default 0.25; "race" uses 0.45). */
   readonly removeShare?: number;
   /**
@@ -101,6 +115,8 @@ export interface HistoryResult {
    * when r1 held no lease then. Issue 32's bound counts from that renewal.
    */
   readonly lastRenewalBeforeMs: number | undefined;
+  /** Each round's fault, in order (the fields above are the first's); empty for "none" and "race". */
+  readonly rounds: readonly RoundResult[];
   readonly durationMs: number;
   readonly final: { readonly serviceGroups: number; readonly stateGroups: number; readonly shards: number };
 }
@@ -119,65 +135,6 @@ function random(seed: number): () => number {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A held lease: which holder (its epoch or lease file number) and when it last renewed (ms since the epoch). */
-interface HeldLease {
-  readonly epoch: number;
-  readonly renewedAt: number;
-}
-
-/**
- * The leases held on this history's stack and its shards, by stack key. The
- * replicas run on this machine, so the database's clock and a lease file's are
- * this one's.
- */
-export async function heldLeases(backendUrl: string, stack: string): Promise<Map<string, HeldLease>> {
-  const ours = (name: string) => name === stack || name.startsWith(`${stack}.shard-`);
-  const held = new Map<string, HeldLease>();
-  if (backendUrl.startsWith("file://")) {
-    const root = path.join(new URL(backendUrl).pathname, ".user-groups", "leases", PROJECT_NAME);
-    for (const dir of existsSync(root) ? readdirSync(root) : []) {
-      if (!ours(decodeURIComponent(dir))) continue;
-      const numbers = readdirSync(path.join(root, dir)).flatMap((f) => /^lease-(\d+)\.json$/.exec(f)?.[1] ?? []).map(Number);
-      if (numbers.length === 0) continue;
-      const epoch = Math.max(...numbers);
-      try {
-        const record = JSON.parse(readFileSync(path.join(root, dir, `lease-${epoch}.json`), "utf8")) as { renewedAt?: unknown; released?: unknown };
-        if (typeof record.renewedAt === "number" && record.released !== true) held.set(dir, { epoch, renewedAt: record.renewedAt });
-      } catch {
-        // being written
-      }
-    }
-    return held;
-  }
-  const client = new Client({ connectionString: backendUrl });
-  await client.connect();
-  try {
-    const rows = await client.query<{ stack_key: string; epoch: string; renewed: number }>(
-      "SELECT stack_key, epoch::text AS epoch, (EXTRACT(EPOCH FROM updated_at) * 1000)::float8 AS renewed FROM user_groups_run_leases WHERE NOT released AND expires_at > now()",
-    );
-    for (const row of rows.rows) if (ours(row.stack_key.slice(row.stack_key.indexOf("/") + 1))) held.set(row.stack_key, { epoch: Number(row.epoch), renewedAt: row.renewed });
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  return held;
-}
-
-/**
- * The last renewal of the leases held before a fault (`before`), as `after` (read
- * once the fault landed) shows it when the same holder still holds it: a holder
- * that was paused or cut off renews no more, and one whose lease was taken over
- * meanwhile last renewed as `before` says (at most one renewal period early).
- */
-export function lastRenewalOf(before: ReadonlyMap<string, HeldLease>, after: ReadonlyMap<string, HeldLease>): number | undefined {
-  let last: number | undefined;
-  for (const [key, lease] of before) {
-    const now = after.get(key);
-    const renewed = now !== undefined && now.epoch === lease.epoch ? now.renewedAt : lease.renewedAt;
-    last = Math.max(last ?? 0, renewed);
-  }
-  return last;
-}
-
 async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -192,6 +149,31 @@ function enginesOf(replica: Replica): number[] {
   return descendantsOf(replica.pid).filter((pid) => isRunning(pid) && /(^|\/)pulumi (up|destroy|refresh)\b/.test(commandLine(pid)));
 }
 
+/** One fault of a history's rounds, and how long it holds. */
+export interface FaultRound {
+  readonly kind: FaultKind;
+  /** How long the fault holds (ms; at most this long with `healOnceServed`). */
+  readonly faultMs: number;
+  /** Heal as soon as another replica has been served (HistoryOptions.healOnceServed). */
+  readonly healOnceServed?: boolean;
+  /** How long the create r1 is in when this fault lands takes on the service (ms). */
+  readonly holdDelayMs?: number;
+}
+
+/** What one round's fault showed (the history's first round's are HistoryResult's own fields too). */
+export interface RoundResult {
+  readonly fault: FaultKind;
+  readonly event: FaultEvent;
+  readonly timeToServeMs: number | undefined;
+  readonly probeServedMs: number | undefined;
+  readonly lastRenewalBeforeMs: number | undefined;
+}
+
+/** The partition a fault kind makes through Toxiproxy, if it is one. */
+function partitionOf(kind: FaultKind): PartitionMode | undefined {
+  return kind === "partition-reset" ? "reset" : kind === "partition-refuse" ? "refuse" : kind === "partition-blackhole" ? "blackhole" : undefined;
+}
+
 export async function runHistory(options: HistoryOptions): Promise<HistoryResult> {
   // The second checker, built before the history starts (cached after the first build): scripts/ensure-linearizability.
   porcupineCheckPath();
@@ -201,27 +183,38 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const recorder = new HistoryRecorder();
   /** The recorder's time 0, in ms since the epoch. */
   const origin = Date.now() - recorder.now();
-  let lastRenewalAt: number | undefined;
   const stack = `jepsen-${options.label}`;
   const ids = options.ids ?? ["g0", "g1", "g2", "g3"].map((id) => `${options.label}-${id}`);
-  const holdId = `${options.label}-hold`;
-  const probeId = `${options.label}-probe`;
-  const allIds = new Set([...ids, holdId, probeId]);
-  const names = Array.from({ length: options.replicas ?? 3 }, (_, i) => `r${i + 1}`);
   const warmupMs = options.warmupMs ?? 6_000;
-  const faultMs = options.faultMs ?? 15_000;
   const afterMs = options.afterMs ?? 8_000;
+  // The faults, one after another (each followed by afterMs of load): the first is `fault`, then `thenFaults`.
+  const rounds: FaultRound[] = [
+    {
+      kind: options.fault,
+      faultMs: options.faultMs ?? 15_000,
+      ...(options.healOnceServed ? { healOnceServed: true } : {}),
+      ...(options.holdDelayMs !== undefined ? { holdDelayMs: options.holdDelayMs } : {}),
+    },
+    ...(options.thenFaults ?? []),
+  ];
+  const noFault = (kind: FaultKind) => kind === "none" || kind === "race";
+  if (rounds.length > 1 && rounds.some((r) => noFault(r.kind))) throw new Error("a history of several faults has no \"none\" or \"race\" round");
+  if (rounds.slice(0, -1).some((r) => r.kind === "kill")) throw new Error("a kill can only be a history's last fault (r1 is dead after it)");
+  // Round 0 keeps the single-fault names (label-hold, label-probe); later rounds number theirs.
+  const holdIds = rounds.map((_, i) => `${options.label}-hold${i === 0 ? "" : i}`);
+  const probeIds = rounds.map((_, i) => `${options.label}-probe${i === 0 ? "" : i}`);
+  const allIds = new Set([...ids, ...holdIds, ...probeIds]);
+  const names = Array.from({ length: options.replicas ?? 3 }, (_, i) => `r${i + 1}`);
   const removeShare = options.removeShare ?? (options.fault === "race" ? 0.45 : 0.25);
   const removeFrom = options.removeFrom ?? "any";
-  const partition: PartitionMode | undefined =
-    options.fault === "partition-reset" ? "reset" : options.fault === "partition-refuse" ? "refuse" : options.fault === "partition-blackhole" ? "blackhole" : undefined;
+  const partitioned = rounds.some((r) => partitionOf(r.kind) !== undefined);
   const { server } = options;
 
   // r1's backend: through its own proxy for a partition.
   const proxyName = `${options.label}-r1`;
   let r1Backend = options.backendUrl;
-  if (partition) {
-    if (!options.toxiproxy || !options.postgres) throw new Error(`${options.fault} needs PostgreSQL and Toxiproxy`);
+  if (partitioned) {
+    if (!options.toxiproxy || !options.postgres) throw new Error(`${rounds.map((r) => r.kind).join(", ")} needs PostgreSQL and Toxiproxy`);
     const port = await options.toxiproxy.proxy(proxyName, `127.0.0.1:${options.postgres.port}`);
     r1Backend = options.backendUrl.replace(`127.0.0.1:${options.postgres.port}`, `127.0.0.1:${port}`);
   }
@@ -237,8 +230,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
       }, options.env, options.otherHost?.includes(name) ? `${name}-elsewhere` : undefined),
   );
   const [r1] = replicas as [Replica, ...Replica[]];
-  // The probe's replica: no load of its own, so that its one call (a fresh sign-up at the fault's start) waits for the stack, not behind a batch of its replica.
-  const hasProbe = options.fault !== "none" && options.fault !== "race";
+  // The probe's replica: no load of its own, so that its one call a round (a fresh sign-up at the fault's start) waits for the stack, not behind a batch of its replica.
+  const hasProbe = !noFault(options.fault);
   const prober = hasProbe
     ? new Replica("probe", recorder, options.worker, { stack, backendUrl: options.backendUrl, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, options.env)
     : undefined;
@@ -248,6 +241,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const sampler = setInterval(() => recorder.observe(server.groups(), allIds), 100);
   let watcher: FSWatcher | undefined;
   let fault: FaultEvent | undefined;
+  /** Each round's fault event and r1's last renewal before it (history time), in round order. */
+  const injected: Array<{ round: FaultRound; event: FaultEvent; lastRenewalAt: number | undefined }> = [];
   let loading = true;
   /** While r1 gets into its run before the fault: the others start no new call. */
   let settingUp = false;
@@ -283,94 +278,105 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     const loops = replicas.map((r) => loop(r));
     await sleep(warmupMs);
 
-    // r1 in a run when the fault lands: a create of its own that the service answers slowly.
-    const hold = options.fault !== "none" && options.fault !== "race";
-    if (hold) {
-      // No new calls meanwhile, so that r1 gets the stack once the calls under way are answered (not after every replica's next run).
-      settingUp = true;
-      server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: options.holdDelayMs ?? 4_000, times: 1 }]);
-      void track(r1.call("ensure", holdId));
-      // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
-      const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), 45_000);
-      if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
-    }
+    for (const [index, round] of rounds.entries()) {
+      const holdId = holdIds[index]!;
+      // r1 in a run when the fault lands: a create of its own that the service answers slowly.
+      if (!noFault(round.kind)) {
+        // No new calls meanwhile, so that r1 gets the stack once the calls under way are answered (not after every replica's next run).
+        settingUp = true;
+        server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: round.holdDelayMs ?? 4_000, times: 1 }]);
+        void track(r1.call("ensure", holdId));
+        // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
+        // (As long as a call may wait for the stack: under load the calls already under way take a run each first.)
+        const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), options.lockTimeoutMs ?? 90_000);
+        if (!inRun) log(`history ${options.label}: r1 never got into its run (the fault lands anyway)`);
+      }
 
-    settingUp = false;
-    // The leases held as the fault lands: r1's (it is in a run), for the time from its last renewal.
-    const renewalMatters = ["kill", "pause", "stall-node", "partition-reset", "partition-refuse", "partition-blackhole"].includes(options.fault);
-    const leasesBefore = renewalMatters ? await heldLeases(options.backendUrl, stack).catch(() => undefined) : undefined;
+      settingUp = false;
+      // The leases held as the fault lands: r1's (it is in a run), for the time from its last renewal.
+      const renewalMatters = ["kill", "pause", "stall-node", "partition-reset", "partition-refuse", "partition-blackhole"].includes(round.kind);
+      const leasesBefore = renewalMatters ? await heldLeases(options.backendUrl, stack).catch(() => undefined) : undefined;
 
-    // The fault.
-    let heal: () => Promise<void> = async () => {};
-    switch (options.fault) {
-      case "none":
-      case "race":
-        break;
-      case "kill": {
-        fault = recorder.faultStarted("kill", "r1", "SIGKILL of r1's process group and every process under it");
-        crashed.add("r1");
-        r1.kill();
-        break;
-      }
-      case "pause": {
-        const pids = r1.pause("group");
-        fault = recorder.faultStarted("pause", "r1", `SIGSTOP of ${pids.length} processes`);
-        heal = async () => r1.resume();
-        break;
-      }
-      case "stall-node": {
-        r1.pause("node");
-        fault = recorder.faultStarted("stall-node", "r1", "SIGSTOP of r1's Node process only");
-        heal = async () => r1.resume();
-        break;
-      }
-      case "partition-reset":
-      case "partition-refuse":
-      case "partition-blackhole": {
-        await options.toxiproxy!.partition(proxyName, partition!);
-        fault = recorder.faultStarted(options.fault, "r1", `Toxiproxy ${partition}`);
-        heal = () => options.toxiproxy!.heal(proxyName);
-        break;
-      }
-      case "pg-restart": {
-        fault = recorder.faultStarted("pg-restart", undefined, `down ${options.restartDownMs ?? 2_000} ms`);
-        await options.postgres!.restart({ downMs: options.restartDownMs ?? 2_000 });
-        recorder.faultHealed(fault);
-        break;
-      }
-      case "slow-disk": {
-        // r1's engine frozen as soon as it writes the stack's checkpoint: a write that takes faultMs.
-        const stacksDir = path.join(new URL(options.backendUrl).pathname, ".pulumi", "stacks");
-        mkdirSync(stacksDir, { recursive: true });
-        let frozen: number[] = [];
-        const writeSeen = new Promise<void>((resolve) => {
-          watcher = watch(stacksDir, { recursive: true }, (_event, file) => {
-            if (frozen.length > 0 || !String(file ?? "").includes(stack)) return;
-            frozen = r1.pause("engine");
-            if (frozen.length > 0) resolve();
+      // The fault.
+      fault = undefined;
+      let heal: () => Promise<void> = async () => {};
+      switch (round.kind) {
+        case "none":
+        case "race":
+          break;
+        case "kill": {
+          fault = recorder.faultStarted("kill", "r1", "SIGKILL of r1's process group and every process under it");
+          crashed.add("r1");
+          r1.kill();
+          break;
+        }
+        case "pause": {
+          const pids = r1.pause("group");
+          fault = recorder.faultStarted("pause", "r1", `SIGSTOP of ${pids.length} processes`);
+          heal = async () => r1.resume();
+          break;
+        }
+        case "stall-node": {
+          r1.pause("node");
+          fault = recorder.faultStarted("stall-node", "r1", "SIGSTOP of r1's Node process only");
+          heal = async () => r1.resume();
+          break;
+        }
+        case "partition-reset":
+        case "partition-refuse":
+        case "partition-blackhole": {
+          const mode = partitionOf(round.kind)!;
+          await options.toxiproxy!.partition(proxyName, mode);
+          fault = recorder.faultStarted(round.kind, "r1", `Toxiproxy ${mode}`);
+          heal = () => options.toxiproxy!.heal(proxyName);
+          break;
+        }
+        case "pg-restart": {
+          fault = recorder.faultStarted("pg-restart", undefined, `down ${options.restartDownMs ?? 2_000} ms`);
+          await options.postgres!.restart({ downMs: options.restartDownMs ?? 2_000 });
+          recorder.faultHealed(fault);
+          break;
+        }
+        case "slow-disk": {
+          // r1's engine frozen as soon as it writes the stack's checkpoint: a write that takes faultMs.
+          const stacksDir = path.join(new URL(options.backendUrl).pathname, ".pulumi", "stacks");
+          mkdirSync(stacksDir, { recursive: true });
+          let frozen: number[] = [];
+          const writeSeen = new Promise<void>((resolve) => {
+            watcher = watch(stacksDir, { recursive: true }, (_event, file) => {
+              if (frozen.length > 0 || !String(file ?? "").includes(stack)) return;
+              frozen = r1.pause("engine");
+              if (frozen.length > 0) resolve();
+            });
           });
-        });
-        const seen = await Promise.race([writeSeen.then(() => true), sleep(30_000).then(() => false)]);
-        watcher?.close();
-        fault = recorder.faultStarted("slow-disk", "r1", seen ? `r1's engine (${frozen.length} process) frozen at a checkpoint write` : "no checkpoint write seen in 30 s: nothing frozen");
-        heal = async () => r1.resume();
-        break;
+          const seen = await Promise.race([writeSeen.then(() => true), sleep(30_000).then(() => false)]);
+          watcher?.close();
+          fault = recorder.faultStarted("slow-disk", "r1", seen ? `r1's engine (${frozen.length} process) frozen at a checkpoint write` : "no checkpoint write seen in 30 s: nothing frozen");
+          heal = async () => r1.resume();
+          break;
+        }
       }
+      // Another replica asks for a fresh group right away: the time until it is served.
+      if (prober && fault) void track(prober.call("ensure", probeIds[index]!, { duringFault: fault.kind }));
+      // r1's last renewal before the fault (it renews no more: paused, stalled, cut off, dead).
+      let lastRenewalAt: number | undefined;
+      if (leasesBefore !== undefined) {
+        const renewed = lastRenewalOf(leasesBefore, await heldLeases(options.backendUrl, stack).catch(() => new Map<string, HeldLease>()));
+        if (renewed !== undefined) lastRenewalAt = renewed - origin;
+      }
+      if (fault) injected.push({ round, event: fault, lastRenewalAt });
+      if (fault && fault.healedAt === undefined) {
+        const held = fault;
+        if (round.healOnceServed) await waitUntil(() => timeToServe(recorder.ops, held) !== undefined, round.faultMs);
+        else await sleep(round.faultMs);
+        await heal();
+        recorder.faultHealed(fault);
+        const servedFirst = round.healOnceServed && timeToServe(recorder.ops, held) !== undefined ? " (another replica served: healed on that)" : "";
+        log(`history ${options.label}: ${fault.kind} healed after ${((fault.healedAt! - fault.startedAt) / 1000).toFixed(1)} s${servedFirst}`);
+      }
+      // Load after the heal (before the next round's fault, or the drain).
+      await sleep(afterMs);
     }
-    // Another replica asks for a fresh group right away: the time until it is served.
-    if (prober && fault) void track(prober.call("ensure", probeId, { duringFault: fault.kind }));
-    // r1's last renewal before the fault (it renews no more: paused, stalled, cut off, dead).
-    if (leasesBefore !== undefined) {
-      const renewed = lastRenewalOf(leasesBefore, await heldLeases(options.backendUrl, stack).catch(() => new Map<string, HeldLease>()));
-      if (renewed !== undefined) lastRenewalAt = renewed - origin;
-    }
-    if (fault && fault.healedAt === undefined) {
-      await sleep(faultMs);
-      await heal();
-      recorder.faultHealed(fault);
-      log(`history ${options.label}: ${fault.kind} healed after ${((fault.healedAt! - fault.startedAt) / 1000).toFixed(1)} s`);
-    }
-    await sleep(afterMs);
     loading = false;
     await Promise.race([Promise.all(loops), sleep(options.drainMs ?? 150_000)]);
     // Every call answered, or cut as info.
@@ -410,8 +416,17 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   // Every history is checked twice: by ours against the end, and by porcupine for linearizability per id (the final read: every shard's state).
   const linear = checkLinearizable(recorder.ops, { ids: allIds, finalRead: shards.flatMap((s) => s.groups) });
   const problems = [...problemsOf(verdict), ...linear.problems];
-  const probeOp = recorder.ops.find((op) => op.id === probeId && op.retryOf === undefined);
-  const faultEvent = recorder.faults[0];
+  const roundResults: RoundResult[] = injected.map(({ round, event, lastRenewalAt }) => {
+    const probeOp = recorder.ops.find((op) => op.id === probeIds[rounds.indexOf(round)] && op.retryOf === undefined);
+    return {
+      fault: round.kind,
+      event,
+      timeToServeMs: timeToServe(recorder.ops, event),
+      probeServedMs: probeOp?.outcome === "ok" ? probeOp.completedAt! - event.startedAt : undefined,
+      lastRenewalBeforeMs: lastRenewalAt !== undefined ? event.startedAt - lastRenewalAt : undefined,
+    };
+  });
+  const first = roundResults[0];
   const result: HistoryResult = {
     label: options.label,
     backend: options.backend,
@@ -421,9 +436,10 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     verdict,
     problems,
     linearizability: linear.report,
-    timeToServeMs: faultEvent ? timeToServe(recorder.ops, faultEvent) : undefined,
-    probeServedMs: faultEvent && probeOp?.outcome === "ok" ? probeOp.completedAt! - faultEvent.startedAt : undefined,
-    lastRenewalBeforeMs: faultEvent && lastRenewalAt !== undefined ? faultEvent.startedAt - lastRenewalAt : undefined,
+    timeToServeMs: first?.timeToServeMs,
+    probeServedMs: first?.probeServedMs,
+    lastRenewalBeforeMs: first?.lastRenewalBeforeMs,
+    rounds: roundResults,
     durationMs: Date.now() - started,
     final: { serviceGroups: final.service.length, stateGroups: shards.reduce((n, s) => n + s.groups.length, 0), shards: shards.length },
   };
@@ -432,19 +448,21 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   return result;
 }
 
-/** A time from the fault's start counted from r1's last renewal before it (from the fault's start when that is unknown). */
-export function fromRenewal(r: HistoryResult, fromFaultMs: number | undefined): number | undefined {
+/** A time from the fault's start counted from r1's last renewal before it (from the fault's start when that is unknown); of the first round, or of the round given. */
+export function fromRenewal(r: Pick<HistoryResult, "lastRenewalBeforeMs">, fromFaultMs: number | undefined): number | undefined {
   return fromFaultMs === undefined ? undefined : fromFaultMs + (r.lastRenewalBeforeMs ?? 0);
 }
 
 export function describeHistory(r: HistoryResult): string {
   const c = r.verdict.counts;
   const s = (ms: number | undefined) => (ms === undefined ? "never" : `${(ms / 1000).toFixed(1)} s`);
+  const served = (x: RoundResult) =>
+    `served again ${s(x.timeToServeMs)} after the fault (probe ${s(x.probeServedMs)})` +
+    (x.lastRenewalBeforeMs !== undefined ? `, r1 last renewed ${s(x.lastRenewalBeforeMs)} before it (probe ${s(fromRenewal(x, x.probeServedMs))} after that renewal)` : "");
+  const rounds = r.rounds.length > 1 ? r.rounds.map((x) => `${x.fault} (held ${s(x.event.healedAt === undefined ? undefined : x.event.healedAt - x.event.startedAt)}): ${served(x)}`).join("; ") : r.rounds[0] ? served(r.rounds[0]) : "no fault";
   return (
-    `history ${r.label} (${r.backend}, ${r.fault}): ${r.ops.length} calls (${c.ok} ok, ${c.fail} failed, ${c.info} unanswered, ${c.retried} retried) in ${(r.durationMs / 1000).toFixed(0)} s; ` +
-    `served again ${s(r.timeToServeMs)} after the fault (probe ${s(r.probeServedMs)})` +
-    (r.lastRenewalBeforeMs !== undefined ? `, r1 last renewed ${s(r.lastRenewalBeforeMs)} before it (probe ${s(fromRenewal(r, r.probeServedMs))} after that renewal)` : "") +
-    "; " +
+    `history ${r.label} (${r.backend}, ${r.rounds.length > 1 ? r.rounds.map((x) => x.fault).join(" + ") : r.fault}): ${r.ops.length} calls (${c.ok} ok, ${c.fail} failed, ${c.info} unanswered, ${c.retried} retried) in ${(r.durationMs / 1000).toFixed(0)} s; ` +
+    `${rounds}; ` +
     `end: ${r.final.serviceGroups} groups on the service, ${r.final.stateGroups} in ${r.final.shards} shard states; ` +
     `${r.problems.length === 0 ? "VALID (and linearizable per id: porcupine)" : `INVALID: ${r.problems.join("; ")}`}`
   );
