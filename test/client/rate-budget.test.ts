@@ -218,7 +218,9 @@ describe("the client and its budget", () => {
     expect(pg.USER_GROUPS_RATE_BUDGET_TABLE).toBe("ops.user_groups_rate_budget");
     expect(pg.USER_GROUPS_RATE_BUDGET).toMatch(/^postgres:\/\/alice@db\.example:5432\/pulumi\?/);
     expect(JSON.stringify(pg)).not.toMatch(/s3cr|other/);
-    expect(rateBudgetEnv("s3://bucket/state")).toEqual({});
+    // An object store keeps the budget in its bucket (provider/backends/object-adapter.ts); Pulumi Cloud has no place for one.
+    expect(rateBudgetEnv("s3://bucket/state")).toEqual({ USER_GROUPS_RATE_BUDGET: "s3://bucket/state" });
+    expect(rateBudgetEnv("https://api.pulumi.com")).toEqual({});
   });
 });
 

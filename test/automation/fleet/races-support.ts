@@ -55,7 +55,7 @@ export function optionsOf(stack: string, backendUrl: string, replica: string): R
 
 /** The directory a fleet uses (its private handle: the test steers one replica's timing through it). */
 export function directoryOf(fleet: UserGroupFleet): Promise<ShardedStack> {
-  return (fleet as unknown as { shards(): Promise<ShardedStack> }).shards();
+  return (fleet as unknown as { fleetShards: { sharded(): Promise<ShardedStack> } }).fleetShards.sharded();
 }
 
 /**
