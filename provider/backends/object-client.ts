@@ -46,9 +46,12 @@ export class ObjectStoreError extends UserGroupsError {
 /**
  * The store's clock from its `Date` headers (whole seconds): each answer bounds
  * the offset to this process's clock from below (the header's second began
- * before the answer arrived) and from above (it ended after the request left);
- * the estimate is the middle of the tightest bounds seen (reset when they cross:
- * a clock that jumped).
+ * before the answer arrived) and from above (it ended after the request left;
+ * the tightest bounds seen are kept, reset when they cross: a clock that jumped).
+ * The offset used is the one within the bounds nearest to zero: hosts whose
+ * clocks agree with the store's (NTP) then agree with each other to the
+ * millisecond, where the middle of a second-wide window would set two of them up
+ * to a second apart; a host that is off by more is moved to the nearest bound.
  */
 export class StoreClock {
   private low = Number.NEGATIVE_INFINITY;
@@ -61,7 +64,11 @@ export class StoreClock {
     else [this.low, this.high] = [Math.max(this.low, low), Math.min(this.high, high)];
   }
   now(): number {
-    return systemClock.now() + (Number.isFinite(this.low) ? (this.low + this.high) / 2 : 0);
+    return systemClock.now() + this.offset();
+  }
+  /** The offset to this process's clock in use: zero when the headers allow it. */
+  offset(): number {
+    return Number.isFinite(this.low) ? Math.min(Math.max(0, this.low), this.high) : 0;
   }
 }
 
