@@ -1,0 +1,47 @@
+// The engine's private copy on an object store (provider/backends/object-engine-copy.ts):
+// the commit mark (appended as text, never the checkpoint re-serialised), and a
+// copy directory named by the environment that is not private is refused.
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { commitCopy, markedCheckpoint } from "../../provider/backends/object-engine-copy";
+import type { ObjectClient } from "../../provider/backends";
+
+describe("markedCheckpoint", () => {
+  it("appends the mark as the last field, replacing an older one, keeping every byte of the checkpoint", () => {
+    const checkpoint = '{"version":3,"checkpoint":{"n":12345678901234567890123}}\n';
+    const once = markedCheckpoint(checkpoint, 2, 0);
+    expect(once).toBe('{"version":3,"checkpoint":{"n":12345678901234567890123},"userGroupsCommit":{"epoch":2,"seq":0}}\n');
+    const twice = markedCheckpoint(once, 3, 7);
+    expect(twice).toBe('{"version":3,"checkpoint":{"n":12345678901234567890123},"userGroupsCommit":{"epoch":3,"seq":7}}\n');
+    expect(JSON.parse(twice)).toMatchObject({ version: 3, userGroupsCommit: { epoch: 3, seq: 7 } });
+    // Two commits never have the same bytes (S3's ETag is their hash): the epoch and sequence differ.
+    expect(markedCheckpoint(checkpoint, 2, 1)).not.toBe(once);
+    expect(markedCheckpoint("{}", 1, 0)).toBe('{"userGroupsCommit":{"epoch":1,"seq":0}}\n');
+  });
+
+  it("refuses what is not one JSON object", () => {
+    expect(() => markedCheckpoint("[1,2]", 1, 0)).toThrow(/not a JSON object/);
+    expect(() => markedCheckpoint("", 1, 0)).toThrow(/not a JSON object/);
+  });
+});
+
+describe("commitCopy", () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  const noStore = {} as ObjectClient;
+
+  it("refuses a copy directory others can read or write (the environment names it), and a relative one", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "copy-attack-"));
+    dirs.push(dir);
+    writeFileSync(path.join(dir, "commit.json"), "{}");
+    chmodSync(dir, 0o777);
+    await expect(commitCopy(noStore, dir)).rejects.toMatchObject({ code: "backend_url_invalid" });
+    chmodSync(dir, 0o700);
+    await expect(commitCopy(noStore, path.relative(process.cwd(), dir))).rejects.toMatchObject({ code: "backend_url_invalid" });
+    await expect(commitCopy(noStore, `${dir}/../${path.basename(dir)}`)).rejects.toMatchObject({ code: "backend_url_invalid" });
+  });
+});
