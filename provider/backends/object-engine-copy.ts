@@ -36,7 +36,11 @@ import { stackPath } from "./run-record";
 export const OBJECT_COPY_ENV = "USER_GROUPS_OBJECT_COPY";
 
 const stateSchema = z.object({
-  key: z.string().regex(/^\.pulumi\/stacks\/[^\u0000]{1,600}\.json$/),
+  // `.pulumi/stacks/[<project>/]<stack>.json`: no `.`/`..` segment, nothing outside the copy.
+  key: z
+    .string()
+    .regex(/^\.pulumi\/stacks\/(?:[^/\u0000]{1,255}\/)?[^/\u0000]{1,255}\.json$/)
+    .refine((key) => !key.split("/").some((part) => part === "." || part === "..")),
   /** The store's version of the checkpoint this holder last read or wrote (undefined: none there yet). */
   version: z.string().max(512).optional(),
   epoch: z.number().int().nonnegative(),

@@ -1,7 +1,7 @@
 // The engine's private copy on an object store (provider/backends/object-engine-copy.ts):
 // the commit mark (appended as text, never the checkpoint re-serialised), and a
 // copy directory named by the environment that is not private is refused.
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -43,5 +43,19 @@ describe("commitCopy", () => {
     chmodSync(dir, 0o700);
     await expect(commitCopy(noStore, path.relative(process.cwd(), dir))).rejects.toMatchObject({ code: "backend_url_invalid" });
     await expect(commitCopy(noStore, `${dir}/../${path.basename(dir)}`)).rejects.toMatchObject({ code: "backend_url_invalid" });
+  });
+});
+
+describe("commitCopy's state file", () => {
+  it("refuses a checkpoint key that would leave the copy (a state file tampered with)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "copy-key-"));
+    try {
+      chmodSync(dir, 0o700);
+      writeFileSync(path.join(dir, "commit.json"), JSON.stringify({ key: ".pulumi/stacks/../../../etc/passwd.json", epoch: 1, seq: 0, sent: "", history: [] }));
+      await expect(commitCopy({} as ObjectClient, dir)).rejects.toThrow();
+      expect(existsSync(path.join(dir, "commit.lock"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
