@@ -198,7 +198,7 @@ export async function openEngineCopy(client: ObjectClient, project: string, stac
   // A backend with stacks by project (meta.yaml version 1, what Pulumi makes today) or the legacy layout.
   const byProject = metaBody === undefined || /^\s*version:\s*[1-9]/m.test(metaBody);
   const key = byProject ? `.pulumi/stacks/${where.project}/${where.stack}.json` : `.pulumi/stacks/${where.stack}.json`;
-  const dir = mkdtempSync(path.join(tmpdir(), "user-groups-copy-"));
+  const dir = mkdtempSync(path.join(tmpdir(), COPY_PREFIX));
   try {
     const root = backendRoot(dir);
     mkdirSync(path.join(root, path.dirname(key)), { recursive: true, mode: 0o700 });
@@ -229,6 +229,16 @@ export async function openEngineCopy(client: ObjectClient, project: string, stac
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
+}
+
+const COPY_PREFIX = "user-groups-copy-";
+
+/**
+ * Whether a backend URL is a run's private copy (`file://<tmp>/user-groups-copy-…/backend`):
+ * an engine read through it that finds it gone met a run that let go of the stack meanwhile.
+ */
+export function isEngineCopyUrl(url: string): boolean {
+  return /^file:\/\/\/.*\/user-groups-copy-[A-Za-z0-9]{6}\/backend\/?$/.test(url);
 }
 
 /** Whether a private copy's directory still exists (a provider process of a run that ended finds none). */

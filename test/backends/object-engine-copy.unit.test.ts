@@ -5,7 +5,9 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { commitCopy, markedCheckpoint } from "../../provider/backends/object-engine-copy";
+import { CommandError } from "@pulumi/pulumi/automation";
+import { translateEngineError } from "../../provider/automation/engine/pulumi-cli";
+import { commitCopy, isEngineCopyUrl, markedCheckpoint } from "../../provider/backends/object-engine-copy";
 import type { ObjectClient } from "../../provider/backends";
 
 describe("markedCheckpoint", () => {
@@ -57,5 +59,18 @@ describe("commitCopy's state file", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("an engine read whose private copy was removed under it", () => {
+  const failed = (stderr: string) => new (CommandError as unknown as new (result: unknown) => CommandError)({ stdout: "", stderr, code: 255, err: undefined, toString: () => stderr });
+
+  it("is backend_unreachable (ask again), not backend_not_found; a missing backend of the user's stays backend_not_found", () => {
+    const gone = 'error: unable to open state directory "file:///tmp/user-groups-copy-2l2oET/backend": stat /tmp/user-groups-copy-2l2oET/backend: no such file or directory';
+    expect(isEngineCopyUrl("file:///tmp/user-groups-copy-2l2oET/backend")).toBe(true);
+    expect(translateEngineError(failed(gone), "prod")).toMatchObject({ code: "backend_unreachable" });
+    const theirs = 'error: unable to open state directory "file:///srv/state": stat /srv/state: no such file or directory';
+    expect(isEngineCopyUrl("file:///srv/user-groups-copy-2l2oET/elsewhere")).toBe(false);
+    expect(translateEngineError(failed(theirs), "prod")).toMatchObject({ code: "backend_not_found" });
   });
 });
