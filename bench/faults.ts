@@ -13,7 +13,7 @@
 // as rounds of one history a backend, 4 ids, 3 s before and after each fault
 // (docs/reliability.md, "Faults as Jepsen injects them").
 //   npm run bench -- --only faults
-//   BENCH_FAULTS=postgres:pause,file:slow-disk    only these
+//   BENCH_FAULTS=postgres:pause,file:slow-disk,s3:kill    only these (s3: moto's server, started here)
 //   BENCH_FAULTS_SEED=7  BENCH_FAULTS_HOLD_MS=45000  (how long a pause or partition lasts)
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -22,6 +22,7 @@ import { startPostgres } from "../testkit/postgres.js";
 import { type Backend, FAULT_KINDS, type FaultKind, NOT_IN_NPM_TEST } from "../testkit/jepsen/fault-kinds.js";
 import { describeHistory, fromRenewal, runHistory } from "../testkit/jepsen/run-history.js";
 import { startToxiproxy } from "../testkit/jepsen/toxiproxy.js";
+import { type ObjectStore, startS3 } from "../testkit/object-stores/index.js";
 
 const KEY = "bench-faults-key-0000000001";
 
@@ -75,20 +76,35 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
     USER_GROUPS_API_KEY: KEY,
   };
   const rows: FaultRow[] = [];
+  const backends = ["postgres", "file", "s3"] as const;
+  // moto's S3 server only when an S3 history is asked for; its credentials in the environment only (the checker's reads too).
+  let s3: ObjectStore | undefined;
   try {
-    for (const backend of ["postgres", "file"] as const) {
+    if (FAULT_KINDS.s3.some((fault) => !only || only.includes(`s3:${fault}`))) {
+      s3 = await startS3();
+      Object.assign(env, s3.env);
+      Object.assign(process.env, s3.env);
+    }
+    for (const backend of backends) {
       for (const fault of FAULT_KINDS[backend]) {
         if (only && !only.includes(`${backend}:${fault}`)) continue;
         await server.reset();
+        let backendUrl: string;
+        if (backend === "s3") {
+          const bucket = `bench-faults-${rows.length}`;
+          await s3!.createBucket(bucket);
+          backendUrl = s3!.backendUrl(bucket);
+        } else backendUrl = backend === "postgres" ? postgres.backendUrl : `file://${mkdtempSync(path.join(root, "state-"))}`;
         const key = `${backend}:${fault}` as const;
-        const faultHeldMs = fault === "kill" || fault === "pg-restart" || fault === "none" || fault === "race" ? 0 : (HOLD[fault] ?? longHold);
+        const faultHeldMs = fault === "kill" || fault === "pg-restart" || fault === "store-restart" || fault === "none" || fault === "race" ? 0 : (HOLD[fault] ?? longHold);
         const result = await runHistory({
-          label: `b${rows.length}-${backend === "postgres" ? "pg" : "file"}-${fault}`,
+          label: `b${rows.length}-${backend === "postgres" ? "pg" : backend}-${fault}`,
           backend,
           fault,
           server,
-          backendUrl: backend === "postgres" ? postgres.backendUrl : `file://${mkdtempSync(path.join(root, "state-"))}`,
-          postgres,
+          backendUrl,
+          ...(backend === "postgres" ? { postgres } : {}),
+          ...(backend === "s3" ? { storeAddress: /endpoint=([^&]+)/.exec(backendUrl)![1]! } : {}),
           toxiproxy,
           workRoot: root,
           worker,
@@ -133,6 +149,7 @@ export async function measureFaults(workRoot: string, repoRoot: string, log: (li
       }
     }
   } finally {
+    await s3?.stop();
     await toxiproxy.stop();
     await server.close();
     postgres.stop();

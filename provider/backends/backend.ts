@@ -87,6 +87,12 @@ export interface LeaseStore extends PulumiLockStore {
   fenceEnv?(record: RunRecord): Record<string, string> | undefined;
   /** A lost run lets go without release (its lease ends now, unreleased, so that the next holder takes its leftovers over). */
   abandon?(): Promise<void>;
+  /**
+   * The engine works on a private copy of the stack while the lease is held
+   * (object stores: fenceEnv points it there), so it never meets Pulumi's lock
+   * in the store: a lock there that the takeover does not clear refuses the run.
+   */
+  readonly privateEngine?: boolean;
 }
 
 /** The rule a directory store applies under its lock or transaction: the shards for names not yet assigned. */

@@ -5,6 +5,7 @@
 // its scheme and how to make its client from a URL.
 import { type BackendAdapter, RATE_BUDGET_ENV, type RunFence } from "./backend";
 import { type ObjectClient, ObjectStoreError } from "./object-client";
+import { OBJECT_COPY_ENV } from "./object-engine-copy";
 import { OBJECT_FENCE_ENV, ObjectLeaseStore, ObjectRunFence } from "./object-lease";
 import { ObjectShardDirectory, ObjectSlotStore } from "./object-stores";
 
@@ -43,11 +44,12 @@ export function objectStoreAdapter(kind: string, scheme: string, client: (url: s
       if (!/^[0-9]{1,15}$/.test(epoch) || !LEASE_KEY.test(key)) {
         throw new ObjectStoreError("backend_url_invalid", `${OBJECT_FENCE_ENV.epoch} and ${OBJECT_FENCE_ENV.key} must name an epoch and a lease object`);
       }
-      const id = `${url}\u0000${key}\u0000${epoch}`;
+      const copy = env[OBJECT_COPY_ENV]?.trim() || undefined;
+      const id = `${url}\u0000${key}\u0000${epoch}\u0000${copy ?? ""}`;
       let fence = fences.get(id);
       if (fence === undefined) {
         // Credentials as the engine passed them down (in a provider process env is process.env).
-        fence = new ObjectRunFence(client(url, { ...process.env, ...env }), key, Number(epoch));
+        fence = new ObjectRunFence(client(url, { ...process.env, ...env }), key, Number(epoch), undefined, copy);
         fences.set(id, fence);
       }
       return fence;

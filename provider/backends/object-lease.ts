@@ -7,12 +7,15 @@
 // version it last wrote, so a holder that was taken over finds out on its next
 // write. Waiters keep an object each under `.user-groups/lease-waiters/...` and
 // are served first come (the store's clock). The run's provider processes get
-// the epoch (fenceEnv) and check it before each request (ObjectRunFence); the
-// engine's own checkpoint writes are NOT fenced (docs/object-stores.md).
+// the epoch (fenceEnv) and check it before each request (ObjectRunFence). The
+// run's engine works on a private copy of the stack (object-engine-copy.ts),
+// made when the lease is taken and committed with conditional writes: before
+// each provider request and when the lease is let go (docs/object-stores.md).
 import { z } from "zod";
 import { type Clock, systemClock } from "../clock";
 import { type AcquireOutcome, type LeaseRules, type LeaseStore, type LeaseStoreOptions, type PulumiLock, type RunFence, RunFencedError } from "./backend";
 import { type ObjectClient, verifyConditions } from "./object-client";
+import { commitCopy, copyExists, type EngineCopy, OBJECT_COPY_ENV, openEngineCopy } from "./object-engine-copy";
 import { LEASE_TTL_MS, type LeaseTiming, parseRunRecord, RENEW_EVERY_MS, type RunClaim, type RunRecord, stackPath } from "./run-record";
 import { assertValidStackName } from "./stack-name";
 import { PROCESS_WAITER, type Waiter } from "./waiter";
@@ -61,7 +64,11 @@ const MAX_LOCK_BYTES = 64 * 1024;
 export class ObjectLeaseStore implements LeaseStore {
   onLost: (() => void) | undefined;
   readonly timing: LeaseTiming;
+  /** The engine never writes to the store: it works on a private copy (object-engine-copy.ts). */
+  readonly privateEngine = true;
   private held: { version: string; epoch: number; runId: string } | undefined;
+  /** The held lease's private copy of the stack. */
+  private copy: EngineCopy | undefined;
   private readonly key: string;
   private readonly waiters: string;
   private readonly rules: LeaseRules;
@@ -138,6 +145,14 @@ export class ObjectLeaseStore implements LeaseStore {
     if (version === undefined) return { acquired: false };
     this.held = { version, epoch, runId: record.runId };
     await this.leaveQueue(true);
+    try {
+      // The new holder's first act: its private copy, the store's checkpoint version moved on (a stale holder's commit is refused from here on).
+      this.copy = await openEngineCopy(this.client, this.project, this.stack, epoch);
+    } catch (error) {
+      await this.rewrite({ ...record, released: true }, this.client.now()).catch(() => undefined);
+      this.held = undefined;
+      throw error;
+    }
     return { acquired: true, record };
   }
 
@@ -160,13 +175,35 @@ export class ObjectLeaseStore implements LeaseStore {
     return this.rewrite(record, this.client.now() + this.timing.ttlMs);
   }
 
+  /**
+   * Commits the run's copy, then lets go. A copy that cannot be committed (refused:
+   * another holder; or the store failed) is not released but abandoned, so that the
+   * next holder takes this run over as a dead one's (its pending creates are in the
+   * store: committed before each request); the commit's error is thrown.
+   */
   async release(record: RunRecord): Promise<void> {
-    await this.rewrite({ ...record, released: true }, this.client.now());
-    this.held = undefined;
+    try {
+      await this.copy?.commit();
+    } catch (error) {
+      await this.abandon();
+      throw error;
+    }
+    try {
+      await this.rewrite({ ...record, released: true }, this.client.now());
+    } finally {
+      this.held = undefined;
+      this.disposeCopy();
+    }
+  }
+
+  private disposeCopy(): void {
+    this.copy?.dispose();
+    this.copy = undefined;
   }
 
   /** A lost run lets go unreleased: expired now, so the next holder takes its leftovers over at once. */
   async abandon(): Promise<void> {
+    this.disposeCopy();
     const held = this.held;
     if (held === undefined) return;
     const current = await this.client.get(this.key);
@@ -177,7 +214,9 @@ export class ObjectLeaseStore implements LeaseStore {
 
   fenceEnv(record: RunRecord): Record<string, string> {
     return {
-      PULUMI_BACKEND_URL: this.client.url,
+      // The engine's backend: the private copy while the lease is held (the store's own URL otherwise: nothing to fence).
+      PULUMI_BACKEND_URL: this.copy?.url ?? this.client.url,
+      ...(this.copy ? { [OBJECT_COPY_ENV]: this.copy.dir } : {}),
       [OBJECT_FENCE_ENV.epoch]: String(record.epoch ?? this.held?.epoch ?? 0),
       [OBJECT_FENCE_ENV.url]: this.client.url,
       [OBJECT_FENCE_ENV.key]: this.key,
@@ -217,6 +256,7 @@ export class ObjectLeaseStore implements LeaseStore {
   }
 
   async close(): Promise<void> {
+    this.disposeCopy();
     await this.leaveQueue(false).catch(() => undefined);
   }
 }
@@ -228,9 +268,15 @@ export class ObjectRunFence implements RunFence {
     private readonly key: string,
     private readonly epoch: number,
     private readonly clock: Clock = systemClock,
+    /** The run's private copy (OBJECT_COPY_ENV): committed before each request, so that what the engine recorded is in the store first. */
+    private readonly copyDir?: string,
   ) {}
 
   async check(): Promise<void> {
+    if (this.copyDir !== undefined) {
+      if (!copyExists(this.copyDir)) throw new RunFencedError("the run's private copy of the stack is gone (the run ended)");
+      await commitCopy(this.client, this.copyDir);
+    }
     let last: unknown;
     for (let attempt = 1; attempt <= 3; attempt++) {
       try {

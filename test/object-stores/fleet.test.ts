@@ -62,6 +62,10 @@ describe.concurrent("a fleet on an object store", () => {
       expect(keys).toEqual(expect.arrayContaining([".user-groups/leases/user-groups/customers/lease.json"]));
       expect(keys.some((key) => key.startsWith(".pulumi/stacks/user-groups/customers"))).toBe(true);
       expect(keys.some((key) => key.startsWith(".pulumi/locks/"))).toBe(false);
+      // Committed from the run's private copy with a conditional write (item 2): our mark is its last field.
+      const checkpoint = (await store.get(bucket, ".pulumi/stacks/user-groups/customers.json"))!.toString("utf8");
+      expect(checkpoint).toContain(`"userGroupId":"fleet-${store.kind}"`);
+      expect(checkpoint).toMatch(/"userGroupsCommit":\{"epoch":\d+,"seq":\d+\}\}\n$/);
       const lease = JSON.parse((await store.get(bucket, ".user-groups/leases/user-groups/customers/lease.json"))!.toString("utf8")) as { epoch: number; record: { released: boolean } };
       expect(lease.epoch).toBeGreaterThanOrEqual(1);
       expect(lease.record.released).toBe(true);

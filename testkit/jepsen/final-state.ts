@@ -8,6 +8,7 @@ import path from "node:path";
 import { Client } from "pg";
 import { PROJECT_NAME, selectStack } from "../../provider/automation/internal";
 import type { ShardState, StateGroup } from "./checker";
+import { objectClientOf } from "./leases";
 
 /** The type of a UserGroup in a state (provider/resource/user-group.ts USER_GROUP_TYPE). */
 const USER_GROUP_TYPE = "pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup";
@@ -83,6 +84,12 @@ export async function readDirectory(stack: string, backendUrl: string): Promise<
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return new Map();
       throw error;
     }
+  }
+  const store = objectClientOf(backendUrl);
+  if (store !== undefined) {
+    const body = (await store.get(`.user-groups/shards/${PROJECT_NAME}/${encodeURIComponent(stack)}/directory.json`))?.body;
+    const data = body === undefined ? {} : (JSON.parse(body) as { groups?: Record<string, number> });
+    return new Map(Object.entries(data.groups ?? {}));
   }
   const client = new Client({ connectionString: backendUrl });
   await client.connect();

@@ -5,6 +5,13 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Client } from "pg";
 import { PROJECT_NAME } from "../../provider/automation/internal";
+import { AzureBlobClient, GcsClient, type ObjectClient, S3Client } from "../../provider/backends";
+
+/** An object store's client for its backend URL (credentials from this process's environment), or undefined for another backend. */
+export function objectClientOf(backendUrl: string): ObjectClient | undefined {
+  const scheme = backendUrl.slice(0, backendUrl.indexOf(":"));
+  return scheme === "s3" ? new S3Client(backendUrl) : scheme === "gs" ? new GcsClient(backendUrl) : scheme === "azblob" ? new AzureBlobClient(backendUrl) : undefined;
+}
 
 /** A held lease: which holder (its epoch or lease file number) and when it last renewed (ms since the epoch). */
 export interface HeldLease {
@@ -32,6 +39,23 @@ export async function heldLeases(backendUrl: string, stack: string): Promise<Map
         if (typeof record.renewedAt === "number" && record.released !== true) held.set(dir, { epoch, renewedAt: record.renewedAt });
       } catch {
         // being written
+      }
+    }
+    return held;
+  }
+  const store = objectClientOf(backendUrl);
+  if (store !== undefined) {
+    const root = `.user-groups/leases/${PROJECT_NAME}/`;
+    for (const key of await store.list(root)) {
+      const dir = key.slice(root.length, key.lastIndexOf("/"));
+      if (!key.endsWith("/lease.json") || !ours(decodeURIComponent(dir))) continue;
+      const body = (await store.get(key))?.body;
+      try {
+        const envelope = JSON.parse(body ?? "null") as { epoch?: unknown; record?: { renewedAt?: unknown; released?: unknown } } | null;
+        const renewedAt = envelope?.record?.renewedAt;
+        if (typeof envelope?.epoch === "number" && typeof renewedAt === "number" && envelope.record?.released !== true) held.set(dir, { epoch: envelope.epoch, renewedAt });
+      } catch {
+        // not a lease
       }
     }
     return held;

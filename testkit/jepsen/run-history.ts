@@ -35,6 +35,8 @@ export interface HistoryOptions {
   readonly backendUrl: string;
   /** PostgreSQL (pg-restart, and the upstream of partitions). */
   readonly postgres?: PostgresServer;
+  /** An object store's address (`127.0.0.1:<port>`, as its backend URL names it): the upstream of partitions and of a store restart. */
+  readonly storeAddress?: string;
   readonly toxiproxy?: Toxiproxy;
   /** Each replica's work directory goes below this (inside the package: the provider resolves from there). */
   readonly workRoot: string;
@@ -210,20 +212,24 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const partitioned = rounds.some((r) => partitionOf(r.kind) !== undefined);
   const { server } = options;
 
-  // r1's backend: through its own proxy for a partition.
+  // r1's backend: through its own proxy for a partition; the others' through one of theirs for an object store's restart.
   const proxyName = `${options.label}-r1`;
+  const othersProxy = `${options.label}-others`;
+  const storeRestarts = rounds.some((r) => r.kind === "store-restart");
+  const upstream = options.postgres ? `127.0.0.1:${options.postgres.port}` : options.storeAddress;
   let r1Backend = options.backendUrl;
-  if (partitioned) {
-    if (!options.toxiproxy || !options.postgres) throw new Error(`${rounds.map((r) => r.kind).join(", ")} needs PostgreSQL and Toxiproxy`);
-    const port = await options.toxiproxy.proxy(proxyName, `127.0.0.1:${options.postgres.port}`);
-    r1Backend = options.backendUrl.replace(`127.0.0.1:${options.postgres.port}`, `127.0.0.1:${port}`);
+  let othersBackend = options.backendUrl;
+  if (partitioned || storeRestarts) {
+    if (!options.toxiproxy || upstream === undefined) throw new Error(`${rounds.map((r) => r.kind).join(", ")} needs a store's address (PostgreSQL's, an object store's) and Toxiproxy`);
+    r1Backend = options.backendUrl.replace(upstream, `127.0.0.1:${await options.toxiproxy.proxy(proxyName, upstream)}`);
   }
+  if (storeRestarts) othersBackend = options.backendUrl.replace(upstream!, `127.0.0.1:${await options.toxiproxy!.proxy(othersProxy, upstream!)}`);
   mkdirSync(options.workRoot, { recursive: true });
   const replicas = names.map(
     (name) =>
       new Replica(name, recorder, options.worker, {
         stack,
-        backendUrl: name === "r1" ? r1Backend : options.backendUrl,
+        backendUrl: name === "r1" ? r1Backend : othersBackend,
         workDir: path.join(options.workRoot, `${options.label}-${name}`),
         ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}),
         lockTimeoutMs: options.lockTimeoutMs ?? 90_000,
@@ -233,7 +239,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   // The probe's replica: no load of its own, so that its one call a round (a fresh sign-up at the fault's start) waits for the stack, not behind a batch of its replica.
   const hasProbe = !noFault(options.fault);
   const prober = hasProbe
-    ? new Replica("probe", recorder, options.worker, { stack, backendUrl: options.backendUrl, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, options.env)
+    ? new Replica("probe", recorder, options.worker, { stack, backendUrl: othersBackend, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, options.env)
     : undefined;
   const everyone = prober ? [...replicas, prober] : replicas;
 
@@ -329,6 +335,18 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
           await options.toxiproxy!.partition(proxyName, mode);
           fault = recorder.faultStarted(round.kind, "r1", `Toxiproxy ${mode}`);
           heal = () => options.toxiproxy!.heal(proxyName);
+          break;
+        }
+        case "store-restart": {
+          const downMs = options.restartDownMs ?? 2_000;
+          fault = recorder.faultStarted("store-restart", undefined, `every replica's connections to the store reset and refused for ${downMs} ms`);
+          for (const name of [proxyName, othersProxy]) {
+            await options.toxiproxy!.partition(name, "reset");
+            await options.toxiproxy!.partition(name, "refuse");
+          }
+          await sleep(downMs);
+          for (const name of [proxyName, othersProxy]) await options.toxiproxy!.heal(name);
+          recorder.faultHealed(fault);
           break;
         }
         case "pg-restart": {

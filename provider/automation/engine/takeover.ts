@@ -25,7 +25,7 @@ import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
 import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
-import { fileBackendDir, repairTornWrites } from "../backend";
+import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
 import { assertStateIsData, exportState } from "./state";
 import { type Clock, systemClock } from "../../clock";
@@ -244,7 +244,11 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
   const claims = lease.current.unfinished;
   const locks = await lease.store.pulumiLocks();
   const verdicts = locks.map((lock) => ({ lock, ...classifyLockHolder(lock, here, claims) }));
-  if (verdicts.some((v) => v.verdict === "live" || v.verdict === "unknown")) return undefined;
+  if (verdicts.some((v) => v.verdict === "live" || v.verdict === "unknown")) {
+    // An engine on a private copy (object stores) would not meet this lock itself: the run is refused here instead.
+    if (lease.store.privateEngine) throw new StackLockedError(options.stackName);
+    return undefined;
+  }
   if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0) return undefined;
 
   // Something to take over: its span (what was taken over, from whom) and count (docs/observability.md).

@@ -2,8 +2,8 @@
 // under the same container and prefix (`.user-groups/...`), kept with ETag
 // conditions (If-None-Match: *, If-Match) over Shared Key (client.ts): the same
 // lease, directory and rate budget as every object store (../object-adapter.ts).
-// The provider processes are fenced by the lease's epoch; the engine's
-// checkpoint writes are not (docs/object-stores.md).
+// The provider processes are fenced by the lease's epoch; the engine works on a
+// private copy committed with If-Match (../object-engine-copy.ts, docs/object-stores.md).
 import type { BackendAdapter } from "../backend";
 import { objectStoreAdapter } from "../object-adapter";
 import { AzureBlobClient } from "./client";

@@ -4,8 +4,8 @@
 // the rate budget (../object-lease.ts, ../object-stores.ts, ../object-adapter.ts),
 // all kept with S3's conditional writes over a SigV4 client of our own
 // (client.ts, sigv4.ts); Pulumi's lock objects of a stack. The provider
-// processes are fenced by the lease's epoch; the engine's checkpoint writes are
-// not (docs/object-stores.md).
+// processes are fenced by the lease's epoch; the engine works on a private copy
+// committed with If-Match on the ETag (../object-engine-copy.ts, docs/object-stores.md).
 import type { BackendAdapter } from "../backend";
 import { objectStoreAdapter } from "../object-adapter";
 import { S3Client } from "./client";

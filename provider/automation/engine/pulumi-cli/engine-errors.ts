@@ -8,6 +8,7 @@
 import { CommandError } from "@pulumi/pulumi/automation";
 import type { ErrorCode } from "../../../wire/error-codes";
 import { UserGroupsError } from "../../../wire/errors";
+import { isEngineCopyUrl } from "../../../backends";
 
 /** Who is told what to do: the `user-groups` command's user, or a program calling this library. */
 export type HintAudience = "cli" | "library";
@@ -158,6 +159,10 @@ export function translateEngineError(error: unknown, stackName: string): unknown
   if (err?.code === "ENOENT" || /\bspawn \S*pulumi ENOENT\b/.test(text)) return new PulumiCliMissingError({ cause: error });
   if (/incorrect passphrase/i.test(text)) return new WrongPassphraseError(stackName, { cause: error });
   const notFound = BACKEND_NOT_FOUND.exec(text);
+  // A run's private copy of an object-store stack removed under a read (its run let go of the stack meanwhile): ask again.
+  if (notFound?.[1] && isEngineCopyUrl(notFound[1])) {
+    return new BackendUnreachableError("backend_unreachable", undefined, "the run's private copy of the stack was removed under this read (the run let go of the stack); ask again", { cause: error });
+  }
   if (notFound) return new BackendUnreachableError("backend_not_found", notFound[1] ? backendPlace(notFound[1]) : undefined, notFound[2] ?? notFound[3]!, { cause: error });
   // The engine's session with a PostgreSQL backend cut or ended under it (a reset, a restart): retryable, as unreachable.
   const gone = BACKEND_SESSION_GONE.exec(text);
