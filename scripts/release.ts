@@ -9,7 +9,8 @@
 //   SHA256SUMS  (`sha256sum -c SHA256SUMS` checks them all).
 // The archives share one payload (scripts/pack-plugin.ts: this package and its
 // production dependencies, plain JavaScript run by the user's Node.js >= 22) and
-// differ in their launcher only.
+// differ in their launcher only: linux and darwin archives are one archive (their
+// launcher is the same), written once and copied.
 //
 // The engine fetches `{pluginDownloadURL with ${VERSION} replaced}/{archive}`
 // (sdk/go/common/workspace/plugins.go, httpSource.Download). The schema's
@@ -24,7 +25,7 @@
 // The last line of stdout is the absolute path of OUT/v{VERSION}.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { archiveName, packageVersion, placeLauncher, stagePayload, writeArchive } from "./pack-plugin";
@@ -67,6 +68,13 @@ export function checksumsText(dir: string, files: readonly string[]): string {
   return `${files.map((name) => `${sha256(path.join(dir, name))}  ${name}`).join("\n")}\n`;
 }
 
+/** A copy of an archive written already, atomically as writeArchive writes one. */
+function copyArchive(from: string, file: string): void {
+  const partial = `${file}.${process.pid}.tmp`;
+  copyFileSync(from, partial);
+  renameSync(partial, file);
+}
+
 function main(argv: string[]): void {
   const outIndex = argv.indexOf("--out");
   const out = path.resolve(outIndex >= 0 && argv[outIndex + 1] ? argv[outIndex + 1]! : path.join(root, "build", "release"));
@@ -78,10 +86,20 @@ function main(argv: string[]): void {
     const native = nativeModules(staging);
     if (native.length > 0) throw new Error(`the plugin's payload holds native modules, so one payload cannot serve every platform: ${native.join(", ")}`);
     const files: string[] = [];
+    // The archives differ in the launcher only, and every platform but Windows has the same one: the first archive of
+    // each launcher is compressed, the others are copies of it (two compressions of the payload rather than five).
+    const written = new Map<string, string>();
     for (const platform of RELEASE_PLATFORMS) {
-      placeLauncher(staging, platform);
       const name = archiveName(version, platform);
-      writeArchive(staging, path.join(dir, name));
+      const launcher = platform.startsWith("windows-") ? "windows" : "posix";
+      const same = written.get(launcher);
+      if (same === undefined) {
+        placeLauncher(staging, platform);
+        writeArchive(staging, path.join(dir, name));
+        written.set(launcher, name);
+      } else {
+        copyArchive(path.join(dir, same), path.join(dir, name));
+      }
       files.push(name);
       process.stderr.write(`release: ${name}\n`);
     }

@@ -7,8 +7,9 @@
 // commonjs/node one and the current nodenext one; no skipLibCheck), that the
 // published package.json runs no install script, and that arethetypeswrong finds
 // no problem. Needs the npm registry; nothing is cached in the repository (npm's
-// own cache is the user's). dist/ is built by `pretest`.
-import { execFile } from "node:child_process";
+// own cache is the user's; arethetypeswrong's prefix is scripts/ensure-attw's, under
+// ~/.cache). dist/ is built by `pretest`.
+import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -153,13 +154,11 @@ export async function typed(fleet: UserGroupFleet): Promise<string> {
   });
 
   it("has no problem arethetypeswrong can find, under node10, node16 and bundler resolution", async () => {
-    const tools = path.join(tmp, "tools");
-    mkdirSync(tools);
-    writeFileSync(path.join(tools, "package.json"), JSON.stringify({ name: "tools", private: true }));
-    await npm(["install", "@arethetypeswrong/cli@0.18"], tools);
+    // Its own npm prefix, installed once and cached (scripts/ensure-attw), the tarball given by its path.
+    const tools = execFileSync(path.join(REPO_ROOT, "scripts/ensure-attw"), { encoding: "utf8", env: childEnv(), stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").at(-1)!;
     let stdout: string;
     try {
-      ({ stdout } = await run(path.join(tools, "node_modules/.bin/attw"), [tarball, "--format", "json"], { cwd: tools, env: childEnv(), maxBuffer: 32 * 1024 * 1024 }));
+      ({ stdout } = await run(path.join(tools, "node_modules/.bin/attw"), [tarball, "--format", "json"], { cwd: tmp, env: childEnv(), maxBuffer: 32 * 1024 * 1024 }));
     } catch (error) {
       stdout = String((error as { stdout?: string }).stdout ?? "");
     }

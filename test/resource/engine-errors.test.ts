@@ -20,6 +20,7 @@ import { type FakeServer, startFakeServer } from "../../fake-server/index";
 import { refusedPort } from "../../testkit/free-port";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type SilentListener, startSilentListener } from "../support/silent-listener";
+import { story } from "../support/story";
 
 const run = promisify(execFile);
 const KEY = "engine-errors-key-000000001";
@@ -132,11 +133,19 @@ describe("the service's failures, as `pulumi` prints them", () => {
         "The service refused the group's name: change name of this UserGroup to meet the service's rules; nothing was changed.",
     );
   });
+});
 
-  it("refresh and destroy with a rejected key: a read and a delete, each with the key's fix", { timeout: 300_000 }, async () => {
-    const up = await pulumi(["up", "--yes"], { USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY });
+// One stack taken through the rest (story.ts): the base URL as config, the key in the environment (allowed: no URL
+// in the environment); a rejected key's refresh and destroy; then the config removed and the URL moved to the
+// environment. One up serves both refusals.
+const step = story();
+
+describe("a recorded config: a rejected key, then pulumi config rm user-groups:baseUrl", () => {
+  step("refresh and destroy with a rejected key: a read and a delete, each with the key's fix", async () => {
+    expect((await pulumi(["config", "set", "user-groups:baseUrl", server.url])).code).toBe(0);
+    const up = await pulumi(["up", "--yes"], { USER_GROUPS_API_KEY: KEY });
     expect(up.code, up.out).toBe(0);
-    const wrong = { USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: "not-a-key-of-this-server-01" };
+    const wrong = { USER_GROUPS_API_KEY: "not-a-key-of-this-server-01" };
 
     const refresh = await pulumi(["refresh", "--yes"], wrong);
     expect(refresh.code).not.toBe(0);
@@ -154,19 +163,10 @@ describe("the service's failures, as `pulumi` prints them", () => {
     expect(destroy.code).not.toBe(0);
     expectOneLine(destroy.out, `Deleting the user group (DELETE ${server.url}/api/user) for user_group_id "acme" failed after 1 attempt: HTTP 401 unauthorized`);
     expect(destroy.out).toContain("The service rejected the API key");
+    expect(server.groups().map((group) => group.user_group_id)).toEqual(["acme"]);
+  }, 300_000);
 
-    const cleanup = await pulumi(["destroy", "--yes"], { USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY });
-    expect(cleanup.code, cleanup.out).toBe(0);
-    expect(server.groups()).toEqual([]);
-  });
-});
-
-describe("refresh after pulumi config rm user-groups:baseUrl", () => {
-  it("says the recorded config is in use and names the fix; doing what it says works", { timeout: 400_000 }, async () => {
-    // The base URL as config (allowed: no URL in the environment), the key in the environment.
-    expect((await pulumi(["config", "set", "user-groups:baseUrl", server.url])).code).toBe(0);
-    const up = await pulumi(["up", "--yes"], { USER_GROUPS_API_KEY: KEY });
-    expect(up.code, up.out).toBe(0);
+  step("after the config is removed, refresh says the recorded config is in use and names the fix; doing what it says works", async () => {
     // Moved to the environment, under another spelling of the same server; config removed.
     expect((await pulumi(["config", "rm", "user-groups:baseUrl"])).code).toBe(0);
     const moved = { USER_GROUPS_BASE_URL: server.url.replace("127.0.0.1", "localhost"), USER_GROUPS_API_KEY: KEY };
@@ -188,5 +188,5 @@ describe("refresh after pulumi config rm user-groups:baseUrl", () => {
     const destroy = await pulumi(["destroy", "--yes"], moved);
     expect(destroy.code, destroy.out).toBe(0);
     expect(server.groups()).toEqual([]);
-  });
+  }, 400_000);
 });

@@ -2,7 +2,7 @@
 // Automation API, against the fake server, with a file backend. One stack walks
 // through the life of its groups; each step checks what a user would see.
 import * as pulumi from "@pulumi/pulumi";
-import type { OutputMap, Stack } from "@pulumi/pulumi/automation";
+import type { OutputMap, Stack, UpResult } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import { UserGroupsClient } from "../../provider/client/http-client";
@@ -35,11 +35,25 @@ function tokenOf(outputs: OutputMap, name: string): string {
   expect(token?.secret).toBe(true);
   return token?.value as string;
 }
-/** The group's token output as the stack holds it now. */
-async function tokenOutput(name: string): Promise<string> {
-  return tokenOf(await stack.outputs(), name);
-}
 const run = { onOutput: (line: string) => handle.onOutput(line) };
+/** The outputs the last up returned (it reads them once the engine has ended): the stack's until the next up. */
+let latest: OutputMap = {};
+async function runUp(): Promise<UpResult> {
+  const result = await stack.up(run);
+  latest = result.outputs;
+  return result;
+}
+/** The group's token output as the stack holds it now: the last up's (no engine command of its own). */
+function tokenOutput(name: string): string {
+  return tokenOf(latest, name);
+}
+/**
+ * The stack, for a run whose result this file does not read: the Automation API reads no outputs and no history
+ * entry once the engine has ended (two CLI processes an up, one a refresh). The run itself is the same.
+ */
+function unread(): Stack {
+  return Object.create(stack, { info: { value: () => Promise.resolve(undefined) }, outputs: { value: () => Promise.resolve({}) } }) as Stack;
+}
 
 beforeAll(async () => {
   server = await startFakeServer({
@@ -89,7 +103,7 @@ describe("UserGroup through the Automation API", () => {
       acme: { name: "Acme Corp", userGroupId: "acme", mapping: { sales: "warehouse-eu" }, properties: { region: "eu", seats: 40 } },
       acmeTest: { name: "Acme (test)", userGroupId: "acme", profile: "testing" },
     };
-    const up = await stack.up(run);
+    const up = await runUp();
     expect(up.summary.resourceChanges).toEqual({ create: 3 });
     expect(serverGroup("acme")).toMatchObject({ name: "Acme Corp", mapping: { sales: "warehouse-eu" }, properties: { region: "eu", seats: 40 } });
     expect(tokenOf(up.outputs, "acme")).toBe(serverGroup("acme")?.token);
@@ -107,18 +121,18 @@ describe("UserGroup through the Automation API", () => {
   });
 
   step("updates name and properties in place, keeping the token", async () => {
-    const before = await tokenOutput("acme");
+    const before = tokenOutput("acme");
     declared.acme = { ...declared.acme!, name: "Acme Corporation", properties: { region: "eu", seats: 41 } };
-    const up = await stack.up(run);
+    const up = await runUp();
     expect(up.summary.resourceChanges).toEqual({ update: 1, same: 2 });
     expect(serverGroup("acme")).toMatchObject({ name: "Acme Corporation", properties: { region: "eu", seats: 41 }, token: before });
     await stack.preview({ expectNoChanges: true });
   });
 
   step("rotates the token in place when rotationTrigger changes", async () => {
-    const before = await tokenOutput("acme");
+    const before = tokenOutput("acme");
     declared.acme = { ...declared.acme!, rotationTrigger: "2026-12" };
-    const up = await stack.up(run);
+    const up = await runUp();
     expect(up.summary.resourceChanges).toEqual({ update: 1, same: 2 });
     const after = tokenOf(up.outputs, "acme");
     expect(after).not.toBe(before);
@@ -127,21 +141,21 @@ describe("UserGroup through the Automation API", () => {
   });
 
   step("picks up an out-of-band rotation and rename on refresh", async () => {
-    const rotated = await oob.rotateToken(await tokenOutput("acme"));
+    const rotated = await oob.rotateToken(tokenOutput("acme"));
     rememberTokens();
     // Pulumi lists the group as unchanged (no declared input changed) but records the new token.
-    await stack.refresh(run);
+    await unread().refresh(run);
     // Stack outputs are computed by the program: an up with nothing to change shows the refreshed token.
-    const up = await stack.up(run);
-    expect(up.summary.resourceChanges).toEqual({ same: 3 });
-    expect(tokenOf(up.outputs, "acme")).toBe(rotated.user_group.token);
+    const same = await runUp();
+    expect(same.summary.resourceChanges).toEqual({ same: 3 });
+    expect(tokenOf(same.outputs, "acme")).toBe(rotated.user_group.token);
 
     // The program still declares the old name: a refresh records the rename, the next up puts it back.
     await oob.update({ user_group_id: "acme", name: "Renamed by hand" });
-    await stack.refresh(run);
+    await unread().refresh(run);
     const preview = await stack.preview(run);
     expect(preview.changeSummary).toEqual({ update: 1, same: 2 });
-    await stack.up(run);
+    await unread().up(run);
     expect(serverGroup("acme")?.name).toBe("Acme Corporation");
     await stack.preview({ expectNoChanges: true });
   });
@@ -149,7 +163,7 @@ describe("UserGroup through the Automation API", () => {
   step("accepts a new API key without any change to the program or state", async () => {
     await stack.setConfig("user-groups:apiKey", { value: CUSTOMER_KEY_2, secret: true });
     await stack.preview({ expectNoChanges: true });
-    await stack.refresh({ expectNoChanges: true });
+    await unread().refresh({ expectNoChanges: true });
   });
 
   step("notices an out-of-band delete on refresh, leaves nothing behind, and up creates it again", async () => {
@@ -157,7 +171,7 @@ describe("UserGroup through the Automation API", () => {
     const refresh = await stack.refresh(run);
     expect(refresh.summary.resourceChanges).toMatchObject({ delete: 1 });
     expect(serverGroup("acme")).toBeUndefined();
-    const up = await stack.up(run);
+    const up = await runUp();
     expect(up.summary.resourceChanges).toEqual({ create: 1, same: 2 });
     expect(tokenOf(up.outputs, "acme")).toBe(serverGroup("acme")?.token);
     rememberTokens();
@@ -165,7 +179,7 @@ describe("UserGroup through the Automation API", () => {
 
   step("replaces the group when userGroupId changes", async () => {
     declared.acme = { ...declared.acme!, userGroupId: "acme-2" };
-    const up = await stack.up(run);
+    const up = await runUp();
     expect(up.summary.resourceChanges).toEqual({ replace: 1, same: 2 });
     expect(serverGroup("acme")).toBeUndefined();
     expect(serverGroup("acme-2")).toMatchObject({ name: "Acme Corporation" });
@@ -178,14 +192,14 @@ describe("UserGroup through the Automation API", () => {
     rememberTokens();
     const before = server.groups();
     declared.legacy = { name: "Legacy Corp", userGroupId: "legacy", mapping: { sales: "us" } };
-    const refused = await stack.up(run).then(() => undefined, (e: unknown) => e as Error);
+    const refused = await unread().up(run).then(() => undefined, (e: unknown) => e as Error);
     expect(refused).toBeInstanceOf(Error);
     expect(String((refused as Error).message)).toMatch(/userGroupId "legacy" already exists in the Customer environment/);
     expect(String((refused as Error).message)).toMatch(/adoptExisting: true/);
     expect(server.groups()).toEqual(before);
 
     declared.legacy = { ...declared.legacy, adoptExisting: true };
-    const up = await stack.up(run);
+    const up = await runUp();
     expect(up.summary.resourceChanges).toMatchObject({ create: 1 });
     expect(serverGroup("legacy")).toMatchObject({ name: "Legacy Corp", mapping: { sales: "us" }, properties: null, token: legacy.response.user_group.token });
     expect(tokenOf(up.outputs, "legacy")).toBe(legacy.response.user_group.token);
@@ -195,7 +209,7 @@ describe("UserGroup through the Automation API", () => {
   step("rejects invalid input before any request is sent, naming the property", async () => {
     const requestsBefore = server.journal().length;
     declared.broken = { name: "   ", userGroupId: "broken", mapping: { sales: 7 as unknown as string } };
-    const error = await stack.up(run).then(() => undefined, (e: unknown) => e as Error);
+    const error = await unread().up(run).then(() => undefined, (e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);
     expect(String(error?.message)).toMatch(/name must not be blank/);
     expect(String(error?.message)).toMatch(/mapping\.sales must be a string/);
@@ -206,7 +220,7 @@ describe("UserGroup through the Automation API", () => {
   step("refuses an asset in properties at check: it is no data (the engine has read it by then)", async () => {
     const requestsBefore = server.journal().length;
     declared.asset = { name: "Asset", userGroupId: "asset", properties: { file: new pulumi.asset.StringAsset("not data") as never } };
-    const error = await stack.up(run).then(() => undefined, (e: unknown) => e as Error);
+    const error = await unread().up(run).then(() => undefined, (e: unknown) => e as Error);
     expect(String(error?.message)).toMatch(/properties\.file holds the key \\?"4dabf18193072939515e22adb298388d\\?", which Pulumi reserves: it would read this object as an asset/);
     expect(server.journal().length).toBe(requestsBefore);
     delete declared.asset;

@@ -1,7 +1,7 @@
 // Opening one stack for one run: its work directory, the Pulumi workspace with
 // the run's environment, selecting (or creating) the stack, its state, and the
 // translation of what Pulumi throws into our errors.
-import { type Deployment, LocalWorkspace, type LocalWorkspaceOptions, type PulumiFn, type Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
+import { type Deployment, LocalWorkspace, type LocalWorkspaceOptions, type PulumiFn, Stack, StackAlreadyExistsError } from "@pulumi/pulumi/automation";
 import path from "node:path";
 import { ENV_HINTS } from "../../logic/credentials";
 import { type GroupSpec, assertValidStackName, RunOptions } from "../model";
@@ -58,6 +58,11 @@ export class StackNotFoundError extends UserGroupsError {
 export interface OpenStackOptions {
   /** Select the stack only: a missing stack is a StackNotFoundError, never a new empty stack. */
   readonly mustExist?: boolean;
+  /**
+   * No `pulumi stack select` at all (one CLI process less): the caller's first command on the stack says whether it
+   * exists (exportIfExists on a file backend). Every command of the Automation API and of ours names the stack.
+   */
+  readonly unselected?: boolean;
 }
 
 export interface SelectedStack {
@@ -109,7 +114,9 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
   try {
     settings.pulumiCommand = await pulumiCommandOnPath(settings.envVars);
     const select = () =>
-      open.mustExist
+      open.unselected
+        ? unselectedStack(args, settings)
+        : open.mustExist
         ? // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
           selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
             throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
@@ -134,6 +141,12 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
     runDir.dispose();
     throw error;
   }
+}
+
+/** The stack as LocalWorkspace.selectStack gives it, but with no `pulumi stack select` run for it. */
+async function unselectedStack(args: { stackName: string; program: PulumiFn }, settings: LocalWorkspaceOptions): Promise<Stack> {
+  const workspace = await LocalWorkspace.create({ ...settings, program: args.program });
+  return Stack.select(args.stackName, Object.create(workspace, { selectStack: { value: () => Promise.resolve() } }) as LocalWorkspace);
 }
 
 /**
@@ -226,6 +239,21 @@ export async function withLockWait<T>(options: RunOptions, attempt: () => Promis
 
 /** The state of the stack of these options, or undefined when there is no such stack. */
 export async function exportIfExists(options: RunOptions): Promise<Deployment | undefined> {
+  // On a file backend the export itself says whether the stack exists: no `pulumi stack select` before it. Anything
+  // but a state or a missing stack (a torn file, a wrong passphrase) is left to the selecting path below, which
+  // knows each of them; it reads again.
+  if (fileBackendDir(workspaceOf(options).backendUrl) !== undefined) {
+    const unselected = await selectStack(options, async () => ({}), { unselected: true }).catch(() => undefined);
+    if (unselected !== undefined) {
+      try {
+        return await exportState(unselected.stack, []);
+      } catch (error) {
+        if (isMissingStack(error)) return undefined;
+      } finally {
+        unselected.dispose();
+      }
+    }
+  }
   let selected: SelectedStack;
   try {
     selected = await selectStack(options, async () => ({}), { mustExist: true });

@@ -60,9 +60,9 @@ async function runPulumi(stack: Stack, args: string[]): Promise<string> {
  * The stack's state as the backend holds it (`pulumi stack export`): secrets as
  * ciphertext. A passphrase stack's passphrase is checked (WrongPassphraseError).
  */
-export function exportState(stack: Stack): Promise<Deployment> {
+export function exportState(stack: Stack, tornReadWaitsMs: readonly number[] = TORN_READ_WAITS_MS): Promise<Deployment> {
   return inSpan("user_groups.state.read", { "user_groups.stack": stack.name }, async () => {
-    const deployment = await readStateRetrying(async () => JSON.parse(await runPulumi(stack, ["stack", "export"])) as Deployment, stack.name);
+    const deployment = await readStateRetrying(async () => JSON.parse(await runPulumi(stack, ["stack", "export"])) as Deployment, stack.name, systemClock, tornReadWaitsMs);
     await secretsKeyOf(stack, deployment);
     return deployment;
   });
