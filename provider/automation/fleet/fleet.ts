@@ -19,6 +19,8 @@ import { FleetShards } from "./fleet-shards";
 import { Answers } from "./answers";
 import { type BatchHost, runShardBatch } from "./shard-batch";
 import { engineShardRunner, type ShardRunner } from "./shard-runner";
+import { type SignUpSeam, SignUps } from "./sign-ups";
+import { engineSignUpSeam } from "./sign-up-lease";
 
 export type { FleetGroup } from "./fleet-state";
 
@@ -45,13 +47,18 @@ export class UserGroupFleet {
   private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
+  /** @internal The record-first sign-ups (sign-ups.ts), when this fleet was made with them (fastPathFleet). */
+  readonly signUps: SignUps | undefined;
 
   constructor(options: FleetOptions);
   /** @internal `runner`: the seam a unit test runs the fleet through without an engine (shard-runner.ts). */
-  constructor(options: FleetOptions, runner: ShardRunner);
+  constructor(options: FleetOptions, runner: ShardRunner | undefined);
+  /** @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, a function: around the real one); see fastPathFleet. */
+  constructor(options: FleetOptions, runner: ShardRunner | undefined, signUps: SignUpSeam | "engine" | ((engine: SignUpSeam) => SignUpSeam));
   constructor(
     private readonly options: FleetOptions,
     runner?: ShardRunner,
+    signUps?: SignUpSeam | "engine" | ((engine: SignUpSeam) => SignUpSeam),
   ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
     this.batchWindowMs = options.batchWindowMs ?? 25;
@@ -60,6 +67,11 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
+    if (signUps === undefined) this.signUps = undefined;
+    else if (signUps === "engine" || typeof signUps === "function") {
+      const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
+      this.signUps = new SignUps(signUps === "engine" ? engine : signUps(engine));
+    } else this.signUps = new SignUps(signUps);
   }
 
   /**
@@ -113,7 +125,10 @@ export class UserGroupFleet {
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
         return groups;
       });
-      return held.flat().sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
+      // Groups this fleet answered and has not adopted yet (record-first sign-ups): seen at once.
+      const inStates = new Set(held.flat().map((group) => group.resourceName));
+      const answered = (this.signUps?.listed() ?? []).filter((group) => !inStates.has(group.resourceName));
+      return [...held.flat(), ...answered].sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
       // In our vocabulary, as every other call's errors: a state read the backend refused is backend_unreachable, not Pulumi's bare "code: -2".
       throw runError(error, this.options);
@@ -133,6 +148,8 @@ export class UserGroupFleet {
       this.draining ??= this.drain();
     }
     while (this.draining) await this.draining;
+    // Record-first sign-ups adopted into the state and their leases let go, before the shards close.
+    await this.signUps?.closeAll();
     await this.fleetShards.close();
   }
 
@@ -180,6 +197,7 @@ export class UserGroupFleet {
         this.engineRuns += 1;
       },
       settle: (batch, name, outcome) => this.answers.settle(batch, name, outcome),
+      ...(this.signUps ? { signUps: this.signUps } : {}),
     };
     try {
       while (this.queue.length > 0) {
@@ -216,4 +234,13 @@ export class UserGroupFleet {
     }
     await eachLimited([...grouped], shardConcurrency(), ([shard, requests]) => runShardBatch(host, shard, requests));
   }
+}
+
+/**
+ * @internal A fleet that answers a new group's ensure before its engine run
+ * (record-first sign-ups, docs/fleet-replicas.md): not the default yet, and no
+ * public option (the benches and tests make one here).
+ */
+export function fastPathFleet(options: FleetOptions): UserGroupFleet {
+  return new UserGroupFleet(options, undefined, "engine");
 }
