@@ -19,8 +19,7 @@ import { FleetShards } from "./fleet-shards";
 import { Answers } from "./answers";
 import { type BatchHost, runShardBatch } from "./shard-batch";
 import { engineShardRunner, type ShardRunner } from "./shard-runner";
-import { type SignUpSeam, SignUps } from "./sign-ups";
-import { engineSignUpSeam } from "./sign-up-lease";
+import { engineSignUpSeam, type SignUpSeam, SignUps } from "./sign-ups";
 
 export type { FleetGroup } from "./fleet-state";
 

@@ -6,5 +6,4 @@ export { type FleetGroup } from "./fleet-state";
 export { FLEET_MARKER_OUTPUT, isFleetStack } from "./fleet-stack";
 /** @internal record-first sign-ups (sign-ups.ts): the benches' and tests' way in, not public API. */
 export { fastPathFleet } from "./fleet";
-export { engineSignUpSeam } from "./sign-up-lease";
-export { adoptionPlan, createdEntryOf, type HeldShard, type SignUpSeam, SignUps } from "./sign-ups";
+export { adoptionPlan, createdEntryOf, engineSignUpSeam, type HeldShard, type SignUpSeam, SignUps } from "./sign-ups";

@@ -10,12 +10,12 @@
 // This file is the logic, over a seam (SignUpSeam) that a unit test gives in
 // memory; sign-up-lease.ts is the engine's (the lease, the record, the client,
 // the adopting run).
-import type { CreatedEntry } from "../lease";
-import { type GroupSpec, type EnsuredGroup } from "../model";
-import { type FleetGroup } from "./fleet-state";
-import { GroupMoved } from "./errors";
-import type { GroupOutcome } from "./fleet-isolation";
-import { type GroupOutputs, holdsAsAsked, resultOf } from "./requests";
+import type { CreatedEntry } from "../../lease";
+import { type GroupSpec, type EnsuredGroup } from "../../model";
+import { type FleetGroup } from "../fleet-state";
+import { GroupMoved } from "../errors";
+import type { GroupOutcome } from "../fleet-isolation";
+import { type GroupOutputs, holdsAsAsked, resultOf } from "../requests";
 
 /** What the fleet may do holding one shard's run lease (sign-up-lease.ts: the engine's). */
 export interface HeldShard {
@@ -33,8 +33,11 @@ export interface HeldShard {
 
 /** The fleet's way to hold a shard's lease for a while. */
 export interface SignUpSeam {
-  /** Runs `body` holding the shard's run lease (taken as a run takes it: lock wait, takeover of a dead run first), released after. */
-  underLease<T>(shard: number, body: (held: HeldShard) => Promise<T>): Promise<T>;
+  /**
+   * Runs `body` holding the shard's run lease (taken as a run takes it: lock wait, takeover of a dead run first), released
+   * after; on a backend without a lease (no record to keep), answers without running it.
+   */
+  underLease<T>(shard: number, body: (held: HeldShard) => Promise<T>): Promise<T | symbol | undefined>;
 }
 
 /** What the run record holds for one group signed up: the inputs a program declares it with, the lease's epoch, never the token. */
@@ -138,8 +141,10 @@ export class SignUps {
     const run = async () => {
       // One process holds a shard's lease once: a new session waits for the last one's release (no backoff of the lock wait).
       if (after) await after;
+      let ran = false;
       try {
         await this.seam.underLease(shard, async (held) => {
+          ran = true;
           const inFlight = new Set<string>();
           let adopting: Promise<void> | undefined;
           let created: string[] = [];
@@ -170,12 +175,15 @@ export class SignUps {
           }
           session.ending = true;
         });
-      } catch (error) {
-        // No lease (a backend without one), or it could not be taken in time, or lost: what waits here goes the slow path,
-        // which says so in its own words (StackLockTimeoutError, RunLeaseLostError) or serves it.
+      } catch {
+        // The lease could not be taken in time, or was lost: what waits here goes the slow path, which says so in its own words
+        // (StackLockTimeoutError, RunLeaseLostError) or serves it.
+        ran = false;
+      }
+      if (!ran || session.queue.length > 0) {
+        // No lease (a backend without one, or not taken): the slow path serves what waits here.
         session.ending = true;
         for (const request of session.queue.splice(0)) request.fallBack();
-        void error;
       }
     };
     const done = run().finally(() => {

@@ -5,18 +5,18 @@
 // the record written through the lease (a lease no longer ours refuses it), the
 // create sent with the provider's own client (service-client.ts: rate budget,
 // the run's fence), and the adopting run (engine/takeover.ts adoptCreated).
-import { adoptCreated, assertStateIsData, exportState, underRunLease, withLockWait } from "../engine";
-import { normalizeInputs } from "../../logic/inputs";
-import { createUserGroup } from "../../logic/operations";
-import { ShardClaims } from "../shards/directory-rule";
-import type { RunOptions } from "../model";
-import { FLEET_MARKER_OUTPUT } from "./fleet-stack";
-import type { FleetShards } from "./fleet-shards";
+import { adoptCreated, assertStateIsData, exportState, underRunLease, withLockWait } from "../../engine";
+import { normalizeInputs } from "../../../logic/inputs";
+import { createUserGroup } from "../../../logic/operations";
+import { ShardClaims } from "../../shards";
+import type { RunOptions } from "../../model";
+import { FLEET_MARKER_OUTPUT } from "../fleet-stack";
+import type { FleetShards } from "../fleet-shards";
 import { LeaseClients } from "./service-client";
 import type { HeldShard, SignUpSeam } from "./sign-ups";
 
-/** A backend without a run lease keeps no record: its sign-ups go the slow path. */
-class NoRunLeaseError extends Error {}
+/** What underLease answers on a backend without a run lease (it keeps no record): its sign-ups go the slow path. */
+export const NO_RUN_LEASE: unique symbol = Symbol("no run lease");
 
 /** The real seam: the shard's lease, record, client and adopting run. */
 export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, shards: FleetShards): SignUpSeam {
@@ -28,7 +28,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
       let failed: { error: unknown } | undefined;
       const value = await withLockWait({ ...options, stack: stackName, lockTimeoutMs }, async () => {
         const opened = await shards.open(shard);
-        if (opened.store === undefined) throw new NoRunLeaseError("no run lease on this backend");
+        if (opened.store === undefined) return NO_RUN_LEASE;
         return underRunLease(
           {
             stack: opened.stack,
@@ -42,7 +42,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
             ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
           },
           async (_signal, lease) => {
-            if (lease === undefined) throw new NoRunLeaseError("no run lease on this backend");
+            if (lease === undefined) return NO_RUN_LEASE;
             const claims = new ShardClaims(directory, stackName, shard);
             const clients = new LeaseClients(options, lease.store.fenceEnv?.(lease.current));
             const held: HeldShard = {
@@ -85,7 +85,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
         );
       });
       if (failed) throw failed.error;
-      return value as Awaited<ReturnType<typeof body>>;
+      return value;
     },
   };
 }

@@ -4,12 +4,12 @@
 // environment (resolveCredentials), the client's tuning, the key's shared rate
 // budget, and the run's fence (PostgreSQL: nothing is sent once a newer epoch
 // holds the lease). One per lease and profile: the fence is the lease's.
-import { UserGroupsClient } from "../../client/http-client";
-import { rateBudgetFromEnv } from "../../client/rate-budget";
-import { tuningFromEnv } from "../../client/tuning";
-import { runFenceFromEnv, type RunFence } from "../../backends";
-import { type ConfigLookup, CONFIG_NAMESPACE, resolveCredentials } from "../../logic/credentials";
-import type { RunOptions } from "../model";
+import { UserGroupsClient } from "../../../client/http-client";
+import { rateBudgetFromEnv } from "../../../client/rate-budget";
+import { tuningFromEnv } from "../../../client/tuning";
+import { runFenceFromEnv, type RunFence } from "../../../backends";
+import { type ConfigLookup, CONFIG_NAMESPACE, resolveCredentials } from "../../../logic/credentials";
+import type { RunOptions } from "../../model";
 
 /** What the provider would read from the stack's config, as the fleet's options set it. */
 function configOf(options: RunOptions): ConfigLookup {
