@@ -42,6 +42,10 @@ export class UserGroupFleet {
   private window: AbortController | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
+  /** Requests the record-first sign-ups sent back: asked again on today's path. */
+  private readonly slowOnly = new WeakSet<Request>();
+  /** Requests handed to the record-first sign-ups: they answer them. */
+  private readonly handedOver = new WeakSet<Request>();
   /** Each waiting call's trace. */
   private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
@@ -146,9 +150,11 @@ export class UserGroupFleet {
       this.window = undefined;
       this.draining ??= this.drain();
     }
-    while (this.draining) await this.draining;
-    // Record-first sign-ups adopted into the state and their leases let go, before the shards close.
-    await this.signUps?.closeAll();
+    // Record-first sign-ups adopted into the state and their leases let go (what they sent back asked again), before the shards close.
+    do {
+      while (this.draining) await this.draining;
+      await this.signUps?.closeAll();
+    } while (this.draining !== undefined || this.queue.length > 0);
     await this.fleetShards.close();
   }
 
@@ -188,6 +194,16 @@ export class UserGroupFleet {
     });
   }
 
+  /** Requests the sign-ups sent back (refused, failed, no lease): queued again for today's path, a drain started if none runs. */
+  private askSlow(requests: readonly Request[]): void {
+    for (const request of requests) {
+      this.handedOver.delete(request);
+      this.slowOnly.add(request);
+      this.queue.push(request);
+    }
+    if (requests.length > 0 && this.draining === undefined && this.window === undefined) this.draining = this.drain();
+  }
+
   private async drain(): Promise<void> {
     const host: BatchHost = {
       shards: this.fleetShards,
@@ -196,7 +212,7 @@ export class UserGroupFleet {
         this.engineRuns += 1;
       },
       settle: (batch, name, outcome) => this.answers.settle(batch, name, outcome),
-      ...(this.signUps ? { signUps: this.signUps } : {}),
+      ...(this.signUps ? { signUps: this.signUps, slowOnly: this.slowOnly, handedOver: this.handedOver, askSlow: (requests: readonly Request[]) => this.askSlow(requests) } : {}),
     };
     try {
       while (this.queue.length > 0) {
@@ -206,7 +222,7 @@ export class UserGroupFleet {
         } catch (error) {
           // Whatever failed the whole batch fails each of its callers that is still waiting (in our vocabulary, scrubbed per caller).
           const failure = runError(error, this.options);
-          for (const request of batch) this.answers.reject(request, failure, batch);
+          for (const request of batch) if (!this.handedOver.has(request)) this.answers.reject(request, failure, batch);
         }
       }
     } finally {

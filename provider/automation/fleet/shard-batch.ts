@@ -22,6 +22,11 @@ export interface BatchHost {
   settle(batch: readonly Request[], resourceName: string, outcome: GroupOutcome<GroupResult>): void;
   /** Record-first sign-ups (sign-ups.ts), when the fleet has them. */
   readonly signUps?: SignUps;
+  /** Requests the sign-ups sent back, asked again on today's path (a later batch). */
+  readonly slowOnly?: WeakSet<Request>;
+  askSlow?(requests: readonly Request[]): void;
+  /** Requests handed to the sign-ups: answered there, whatever becomes of the rest of their batch. */
+  readonly handedOver?: WeakSet<Request>;
 }
 
 /** Runs one shard's requests of a batch (all of one kind); every request is answered through `host.settle` or its waiter. */
@@ -39,12 +44,12 @@ export async function runShardBatch(host: BatchHost, shard: number, batch: reado
     if (answer && !(signUps && request.kind === "remove")) (request.waiter as { resolve(value: GroupResult): void }).resolve(answer);
     // With sign-ups, a remove is never answered "same" from a read made without the lease: another replica may hold the group
     // in its record (not yet adopted); the destroy's lease (its holder adopts first) and its read under it tell.
-    else if (signUps && request.kind === "ensure" && !heldGroup && !signUps.pending(request.resourceName)) newGroups.set(request.resourceName, request.spec);
+    else if (signUps && request.kind === "ensure" && !heldGroup && !signUps.pending(request.resourceName) && !host.slowOnly?.has(request)) newGroups.set(request.resourceName, request.spec);
     else toRun.set(request.resourceName, specOf(request));
   }
-  if (signUps && newGroups.size > 0) {
-    for (const [name, spec] of await signUpAll(host, signUps, shard, batch, newGroups)) toRun.set(name, spec);
-  }
+  // Handed to the shard's sign-up session, not awaited: the next batch's new groups join the same session, even while it
+  // still waits for the lease (issue #44 item 2); what it sends back is asked again on today's path (host.askSlow).
+  if (signUps && newGroups.size > 0) signUpAll(host, signUps, shard, batch, newGroups);
   if (toRun.size === 0) return;
   // The slow path waits for this shard's sign-ups to be adopted and their lease let go (no lock wait against ourselves).
   if (signUps) await signUps.idle(shard);
@@ -55,31 +60,18 @@ export async function runShardBatch(host: BatchHost, shard: number, batch: reado
   });
 }
 
-/** Signs up the batch's new groups of the shard (record-first); resolves once each is answered, with those that go the slow path. */
-function signUpAll(host: BatchHost, signUps: SignUps, shard: number, batch: readonly Request[], specs: ReadonlyMap<string, GroupSpec>): Promise<Map<string, GroupSpec>> {
-  const slow = new Map<string, GroupSpec>();
-  return new Promise((resolve) => {
-    let left = specs.size;
-    const one = () => {
-      left -= 1;
-      if (left === 0) resolve(slow);
-    };
-    signUps.submit(
-      shard,
-      [...specs].map(([resourceName, spec]) => ({
-        resourceName,
-        spec,
-        settle: (outcome) => {
-          host.settle(batch, resourceName, outcome);
-          one();
-        },
-        fallBack: () => {
-          slow.set(resourceName, spec);
-          one();
-        },
-      })),
-    );
-  });
+/** Signs up the batch's new groups of the shard (record-first): each answered through `host.settle`, or asked again on today's path. */
+function signUpAll(host: BatchHost, signUps: SignUps, shard: number, batch: readonly Request[], specs: ReadonlyMap<string, GroupSpec>): void {
+  for (const request of batch) if (specs.has(request.resourceName)) host.handedOver?.add(request);
+  signUps.submit(
+    shard,
+    [...specs].map(([resourceName, spec]) => ({
+      resourceName,
+      spec,
+      settle: (outcome) => host.settle(batch, resourceName, outcome),
+      fallBack: () => host.askSlow?.(batch.filter((request) => request.resourceName === resourceName)),
+    })),
+  );
 }
 
 /** One targeted run of some of the shard's groups, and what it settled. `changes`: each group's changes over the batch's runs. */

@@ -31,7 +31,14 @@ class MemorySignUps implements SignUpSeam {
 
   constructor(private readonly shards: MemoryShards) {}
 
+  /** Awaited before the lease is taken (another holder has it). */
+  leaseGate: Promise<void> | undefined;
+  /** Told when a session starts waiting for the lease. */
+  onLeaseWait: (() => void) | undefined;
+
   async underLease<T>(shard: number, body: (held: HeldShard) => Promise<T>): Promise<T> {
+    this.onLeaseWait?.();
+    await this.leaseGate;
     expect(this.held).toBe(false); // one holder at a time
     this.held = true;
     this.leases += 1;
@@ -139,6 +146,28 @@ describe("the fleet's record-first sign-ups", () => {
     expect(signUps.leases).toBe(1);
     expect(signUps.adopted).toEqual([[nameOf("acme")], [nameOf("globex"), nameOf("initech")]]);
     expect(signUps.record).toEqual([]);
+  });
+
+  it("calls that arrive while the lease is awaited join the batch that takes it: one lease, one record write before both creates", async () => {
+    let free!: () => void;
+    signUps.leaseGate = new Promise<void>((resolve) => (free = resolve));
+    const waiting = new Promise<void>((resolve) => (signUps.onLeaseWait = () => resolve()));
+    const first = fleet.ensure(spec("acme"));
+    await waiting; // the first batch's session waits for the lease (the event, not a sleep)
+    signUps.onLeaseWait = undefined;
+    const second = fleet.ensure(spec("globex"));
+    // The second call's batch reaches the waiting session (a batch window on the clock, then its state read).
+    await new Promise<void>((resolve) => {
+      const poll = () => (fleet.signUps!["sessions"].get(0)?.queue.length === 2 ? resolve() : setTimeout(poll, 5));
+      poll();
+    });
+    free();
+    expect((await Promise.all([first, second])).map((r) => r.change)).toEqual(["create", "create"]);
+    expect(signUps.leases).toBe(1);
+    expect(signUps.recordAtCreate).toEqual([
+      [nameOf("acme"), nameOf("globex")],
+      [nameOf("acme"), nameOf("globex")],
+    ]);
   });
 
   it("a refused create leaves the record and goes the slow path alone; the others are answered", async () => {

@@ -84,6 +84,8 @@ interface Session {
 export class SignUps {
   private readonly sessions = new Map<number, Session>();
   private readonly answered = new Map<string, Answered>();
+  /** Groups submitted and not yet answered or sent back. */
+  private readonly busy = new Set<string>();
   /** Sessions that ended (for callers who measure: one lease, one adopting run or more each). */
   adoptingRuns = 0;
 
@@ -116,7 +118,29 @@ export class SignUps {
   }
 
   /** Signs up these new groups of the shard; each request is settled or falls back. */
-  submit(shard: number, requests: readonly SignUpRequest[]): void {
+  submit(shard: number, asked: readonly SignUpRequest[]): void {
+    // A group already on its way here (a later batch asking it again before its answer) goes the slow path, which waits
+    // for this shard's sign-ups to be adopted: one record entry and one create per group at a time.
+    const requests: SignUpRequest[] = [];
+    for (const request of asked) {
+      if (this.busy.has(request.resourceName)) request.fallBack();
+      else {
+        this.busy.add(request.resourceName);
+        const done = () => this.busy.delete(request.resourceName);
+        requests.push({
+          ...request,
+          settle: (outcome) => {
+            done();
+            request.settle(outcome);
+          },
+          fallBack: () => {
+            done();
+            request.fallBack();
+          },
+        });
+      }
+    }
+    if (requests.length === 0) return;
     const session = this.sessions.get(shard);
     if (session === undefined || session.ending) this.start(shard, session?.done, requests);
     else {
