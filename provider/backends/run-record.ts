@@ -44,6 +44,20 @@ export interface AdoptEntry {
   readonly inputs: Record<string, unknown>;
 }
 
+/**
+ * A group a fleet created on the service itself, under the lease, and answered
+ * before any engine run adopted it into the state (the record-first sign-up,
+ * automation/fleet/sign-up-session.ts): to be adopted from these inputs. Never
+ * its token: the state is the only place a token is kept.
+ */
+export interface CreatedEntry {
+  readonly resourceName: string;
+  /** The inputs a program declares it with (name, userGroupId, mapping, properties, rotationTrigger, profile). */
+  readonly inputs: Record<string, unknown>;
+  /** The epoch of the lease it was created under (PostgreSQL leases). */
+  readonly epoch?: number;
+}
+
 /** What the backend holds beside the lease (written out so that the declarations never mention zod). */
 export interface RunRecord extends RunClaim {
   readonly version: 1;
@@ -54,6 +68,8 @@ export interface RunRecord extends RunClaim {
   /** Dead runs whose Pulumi lock and pending operations are not dealt with yet. */
   readonly unfinished: readonly RunClaim[];
   readonly adopt: readonly AdoptEntry[];
+  /** Groups created by a fleet under the lease, not yet adopted into the state (absent: none). */
+  readonly created?: readonly CreatedEntry[];
 }
 
 const claimSchema = z.object({
@@ -76,6 +92,7 @@ const recordSchema = claimSchema.extend({
   released: z.boolean(),
   unfinished: z.array(claimSchema).max(1000),
   adopt: z.array(adoptEntrySchema).max(100_000),
+  created: z.array(adoptEntrySchema.extend({ epoch: z.number().int().nonnegative().optional() })).max(100_000).optional(),
 }) satisfies z.ZodType<RunRecord>;
 
 /** A run record read from the backend: outside data, checked before it decides anything. */

@@ -249,7 +249,7 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
     if (lease.store.privateEngine) throw new StackLockedError(options.stackName);
     return undefined;
   }
-  if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0) return undefined;
+  if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0 && (lease.current.created ?? []).length === 0) return undefined;
 
   // Something to take over: its span (what was taken over, from whom) and count (docs/observability.md).
   const oldEpochs = claims.map((c) => c.epoch).filter((e): e is number => e !== undefined);
@@ -330,8 +330,10 @@ async function takeOverTraced(
 
   let adopted: string[] = [];
   let notAdopted: string[] = refused.map((entry) => entry.resourceName);
-  if (options.adopt && adopt.length > 0) {
-    const outcome = await adoptGroups(options, adopt, common);
+  // A fleet's record-first sign-ups (the record's `created`): no pending create proves them, the group is on the service already.
+  const created = lease.current.created ?? [];
+  if (options.adopt && (adopt.length > 0 || created.length > 0)) {
+    const outcome = await adoptGroups(options, adopt, common, created);
     adopted = outcome.adopted;
     notAdopted = [...notAdopted, ...outcome.notAdopted];
   }
@@ -348,9 +350,10 @@ async function adoptGroups(
   options: TakeoverOptions,
   adopt: readonly AdoptEntry[],
   common: { onOutput?: (text: string) => void; parallel?: number; signal: AbortSignal },
+  created: readonly AdoptEntry[] = [],
 ): Promise<{ adopted: string[]; notAdopted: string[] }> {
   const specs = new Map<string, GroupSpec>();
-  for (const entry of adopt) {
+  for (const entry of [...adopt, ...created]) {
     const spec = adoptingSpec(entry);
     if (spec) specs.set(entry.resourceName, spec);
   }
@@ -377,9 +380,28 @@ async function adoptGroups(
       });
     for (const name of specs.keys()) if (!failed.has(name)) done.add(name);
   }
-  const left = adopt.filter((entry) => !done.has(entry.resourceName) && specs.has(entry.resourceName));
-  await options.lease.update({ adopt: left });
-  return { adopted: [...done], notAdopted: adopt.filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
+  // The entries dealt with leave the record (adopted, or not a valid spec); any added meanwhile (a fleet's sign-ups under this lease) stay.
+  const dealtWith = (entries: readonly AdoptEntry[]) => new Set(entries.filter((entry) => done.has(entry.resourceName) || !specs.has(entry.resourceName)).map((entry) => entry.resourceName));
+  const adoptDone = dealtWith(adopt);
+  const createdDone = dealtWith(created);
+  await options.lease.updateWith((record) => ({
+    adopt: record.adopt.filter((entry) => !adoptDone.has(entry.resourceName)),
+    created: (record.created ?? []).filter((entry) => !createdDone.has(entry.resourceName)),
+  }));
+  return { adopted: [...done], notAdopted: [...adopt, ...created].filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
+}
+
+/**
+ * Adopts a fleet's record-first sign-ups (the record's `created` entries) into
+ * the state under the lease the caller holds: one targeted `up` declaring each
+ * with adoptExisting; the adopted entries leave the record. Answers which.
+ */
+export function adoptCreated(
+  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel">,
+  created: readonly AdoptEntry[],
+): Promise<{ adopted: string[]; notAdopted: string[] }> {
+  const common = { ...(options.onOutput ? { onOutput: options.onOutput } : {}), ...(options.parallel !== undefined ? { parallel: options.parallel } : {}), signal: options.lease.signal };
+  return adoptGroups({ ...options, backendUrl: "", adopt: true }, [], common, created);
 }
 
 /** How long a run that lost its lease gives its engine to stop on the Automation API's SIGINT before its processes are killed. */
@@ -430,12 +452,12 @@ export interface LeasedRunOptions {
  * live run holds it), after taking over what dead runs left. `body` gets the
  * lease's signal: aborted if the lease is lost, so that the run stops.
  */
-export async function underRunLease<T>(options: LeasedRunOptions, body: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+export async function underRunLease<T>(options: LeasedRunOptions, body: (signal: AbortSignal | undefined, lease: RunLease | undefined) => Promise<T>): Promise<T> {
   if (options.held) {
     markRun(options.stack, options.held);
-    return body(options.held.signal);
+    return body(options.held.signal, options.held);
   }
-  if (options.store === undefined) return body(undefined);
+  if (options.store === undefined) return body(undefined, undefined);
   const lease = await acquireRunLease(options.store, options.stackName);
   const unmark = markRun(options.stack, lease);
   const stopOnLoss = () => void stopLostRun(lease.runId);
@@ -444,7 +466,7 @@ export async function underRunLease<T>(options: LeasedRunOptions, body: (signal:
     const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
     if (report) options.onTakeover?.(report);
     if (lease.lost) throw lease.signal.reason;
-    return await body(lease.signal);
+    return await body(lease.signal, lease);
   } catch (error) {
     // A run that failed because it was fenced (a paused replica, resumed) says so: one renewal tells whether the lease is still ours.
     if (!lease.lost) await lease.update({}).catch(() => undefined);

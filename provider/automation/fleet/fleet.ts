@@ -19,6 +19,7 @@ import { FleetShards } from "./fleet-shards";
 import { Answers } from "./answers";
 import { type BatchHost, runShardBatch } from "./shard-batch";
 import { engineShardRunner, type ShardRunner } from "./shard-runner";
+import { engineSignUpSeam, type SignUpSeam, SignUps } from "./sign-ups";
 
 export type { FleetGroup } from "./fleet-state";
 
@@ -41,17 +42,26 @@ export class UserGroupFleet {
   private window: AbortController | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
+  /** Requests the record-first sign-ups sent back: asked again on today's path. */
+  private readonly slowOnly = new WeakSet<Request>();
+  /** Requests handed to the record-first sign-ups: they answer them. */
+  private readonly handedOver = new WeakSet<Request>();
   /** Each waiting call's trace. */
   private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
+  /** @internal The record-first sign-ups (sign-ups.ts), when this fleet was made with them (fastPathFleet). */
+  readonly signUps: SignUps | undefined;
 
   constructor(options: FleetOptions);
   /** @internal `runner`: the seam a unit test runs the fleet through without an engine (shard-runner.ts). */
-  constructor(options: FleetOptions, runner: ShardRunner);
+  constructor(options: FleetOptions, runner: ShardRunner | undefined);
+  /** @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, a function: around the real one); see fastPathFleet. */
+  constructor(options: FleetOptions, runner: ShardRunner | undefined, signUps: SignUpSeam | "engine" | ((engine: SignUpSeam) => SignUpSeam));
   constructor(
     private readonly options: FleetOptions,
     runner?: ShardRunner,
+    signUps?: SignUpSeam | "engine" | ((engine: SignUpSeam) => SignUpSeam),
   ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
     this.batchWindowMs = options.batchWindowMs ?? 25;
@@ -60,6 +70,11 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
+    if (signUps === undefined) this.signUps = undefined;
+    else if (signUps === "engine" || typeof signUps === "function") {
+      const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
+      this.signUps = new SignUps(signUps === "engine" ? engine : signUps(engine));
+    } else this.signUps = new SignUps(signUps);
   }
 
   /**
@@ -113,7 +128,10 @@ export class UserGroupFleet {
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
         return groups;
       });
-      return held.flat().sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
+      // Groups this fleet answered and has not adopted yet (record-first sign-ups): seen at once.
+      const inStates = new Set(held.flat().map((group) => group.resourceName));
+      const answered = (this.signUps?.listed() ?? []).filter((group) => !inStates.has(group.resourceName));
+      return [...held.flat(), ...answered].sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
       // In our vocabulary, as every other call's errors: a state read the backend refused is backend_unreachable, not Pulumi's bare "code: -2".
       throw runError(error, this.options);
@@ -132,7 +150,11 @@ export class UserGroupFleet {
       this.window = undefined;
       this.draining ??= this.drain();
     }
-    while (this.draining) await this.draining;
+    // Record-first sign-ups adopted into the state and their leases let go (what they sent back asked again), before the shards close.
+    do {
+      while (this.draining) await this.draining;
+      await this.signUps?.closeAll();
+    } while (this.draining !== undefined || this.queue.length > 0);
     await this.fleetShards.close();
   }
 
@@ -172,6 +194,16 @@ export class UserGroupFleet {
     });
   }
 
+  /** Requests the sign-ups sent back (refused, failed, no lease): queued again for today's path, a drain started if none runs. */
+  private askSlow(requests: readonly Request[]): void {
+    for (const request of requests) {
+      this.handedOver.delete(request);
+      this.slowOnly.add(request);
+      this.queue.push(request);
+    }
+    if (requests.length > 0 && this.draining === undefined && this.window === undefined) this.draining = this.drain();
+  }
+
   private async drain(): Promise<void> {
     const host: BatchHost = {
       shards: this.fleetShards,
@@ -180,6 +212,7 @@ export class UserGroupFleet {
         this.engineRuns += 1;
       },
       settle: (batch, name, outcome) => this.answers.settle(batch, name, outcome),
+      ...(this.signUps ? { signUps: this.signUps, slowOnly: this.slowOnly, handedOver: this.handedOver, askSlow: (requests: readonly Request[]) => this.askSlow(requests) } : {}),
     };
     try {
       while (this.queue.length > 0) {
@@ -189,7 +222,7 @@ export class UserGroupFleet {
         } catch (error) {
           // Whatever failed the whole batch fails each of its callers that is still waiting (in our vocabulary, scrubbed per caller).
           const failure = runError(error, this.options);
-          for (const request of batch) this.answers.reject(request, failure, batch);
+          for (const request of batch) if (!this.handedOver.has(request)) this.answers.reject(request, failure, batch);
         }
       }
     } finally {
@@ -216,4 +249,13 @@ export class UserGroupFleet {
     }
     await eachLimited([...grouped], shardConcurrency(), ([shard, requests]) => runShardBatch(host, shard, requests));
   }
+}
+
+/**
+ * @internal A fleet that answers a new group's ensure before its engine run
+ * (record-first sign-ups, docs/fleet-replicas.md): not the default yet, and no
+ * public option (the benches and tests make one here).
+ */
+export function fastPathFleet(options: FleetOptions): UserGroupFleet {
+  return new UserGroupFleet(options, undefined, "engine");
 }

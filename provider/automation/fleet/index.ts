@@ -4,3 +4,6 @@ export { FleetClosedError, FleetEnsureError, FleetGroupError, FleetStackError } 
 export { type FleetOptions, UserGroupFleet } from "./fleet";
 export { type FleetGroup } from "./fleet-state";
 export { FLEET_MARKER_OUTPUT, isFleetStack } from "./fleet-stack";
+/** @internal record-first sign-ups (sign-ups.ts): the benches' and tests' way in, not public API. */
+export { fastPathFleet } from "./fleet";
+export { adoptionPlan, createdEntryOf, engineSignUpSeam, type HeldShard, type SignUpSeam, SignUps } from "./sign-ups";

@@ -8,6 +8,7 @@ import { UserGroupsError } from "../../wire/errors";
 
 export {
   type AdoptEntry,
+  type CreatedEntry,
   FILE_LEASE_TIMING,
   LEASE_TTL_MS,
   type LeaseStore,
@@ -87,7 +88,9 @@ export function successorRecord(previous: RunRecord | undefined, me: RunClaim, t
   const claim: RunClaim = { runId, host, pid, startedAt, renewedAt, ...(epoch !== undefined ? { epoch } : {}) };
   // The newest hundred are plenty: each ends with the takeover that deals with it.
   const unfinished = [...(previous?.unfinished ?? []), ...(died ? [claim] : [])].slice(-100);
-  return { version: 1, ...me, expiresAt: me.renewedAt + ttlMs, released: false, unfinished, adopt: previous?.adopt ?? [] };
+  // A fleet's created entries stay until adopted: a holder that released adopted them first, a dead one left them to its successor.
+  const created = previous?.created ?? [];
+  return { version: 1, ...me, expiresAt: me.renewedAt + ttlMs, released: false, unfinished, adopt: previous?.adopt ?? [], ...(created.length > 0 ? { created } : {}) };
 }
 
 export class RunLeaseLostError extends UserGroupsError {

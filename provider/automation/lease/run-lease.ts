@@ -116,11 +116,17 @@ export class RunLease {
   }
 
   /** Changes the record (renewing it); one write at a time. */
-  update(change: Partial<Pick<RunRecord, "unfinished" | "adopt">>): Promise<void> {
+  update(change: Partial<Pick<RunRecord, "unfinished" | "adopt" | "created">>): Promise<void> {
+    return this.updateWith(() => change);
+  }
+
+  /** Changes the record as `change` says of the record as it is once the writes before it are done (renewing it). */
+  updateWith(change: (record: RunRecord) => Partial<Pick<RunRecord, "unfinished" | "adopt" | "created">>): Promise<void> {
     const next = this.writing.then(async () => {
       if (this.released || this.lost) return;
+      const changed = change(this.record);
       const renewedAt = this.clock.now();
-      const record: RunRecord = { ...this.record, ...change, renewedAt, expiresAt: renewedAt + this.timing.ttlMs };
+      const record: RunRecord = { ...this.record, ...changed, renewedAt, expiresAt: renewedAt + this.timing.ttlMs };
       if (!(await this.store.write(record))) {
         this.lose();
         return;

@@ -3,6 +3,6 @@
 // runShard: the one pipeline of a shard's run (whole-set and fleet alike).
 export { DEFAULT_SHARD_SIZE, ReservedStackNameError, ShardNameError, shardStackName } from "./directory";
 export { eachShard, openShards } from "./each-shard";
-export { recordUnlisted } from "./directory-rule";
+export { recordUnlisted, ShardClaims } from "./directory-rule";
 export { type OpenedShard, type PlannedRun, runPlanned, type ShardOf, type ShardRun, type ShardRunContext, type ShardRunOutcome, runShard } from "./run-shard";
 export { eachLimited, mergeRunResults, shardConcurrency, ShardDirectoryConflictError, type ShardedStack } from "./sharded-stack";

@@ -1,0 +1,71 @@
+// The fleet's own HTTP client for a record-first sign-up (sign-ups.ts): the
+// provider's client, built as the provider builds it (logic/lifecycle.ts
+// clientFor): credentials from the fleet's config, envVars and the process
+// environment (resolveCredentials), the client's tuning, the key's shared rate
+// budget, and the run's fence (PostgreSQL: nothing is sent once a newer epoch
+// holds the lease). One per lease and profile: the fence is the lease's.
+import { UserGroupsClient } from "../../../client/http-client";
+import { rateBudgetFromEnv } from "../../../client/rate-budget";
+import { tuningFromEnv } from "../../../client/tuning";
+import { runFenceFromEnv, type RunFence } from "../../../backends";
+import { type ConfigLookup, CONFIG_NAMESPACE, resolveCredentials } from "../../../logic/credentials";
+import type { RunOptions } from "../../model";
+
+/** What the provider would read from the stack's config, as the fleet's options set it. */
+function configOf(options: RunOptions): ConfigLookup {
+  return (key) => {
+    const value = options.config?.[key]?.value;
+    if (value === undefined || key !== `${CONFIG_NAMESPACE}:profiles`) return value;
+    try {
+      return JSON.parse(value) as unknown; // an object, as Pulumi hands a structured config value to the provider
+    } catch {
+      return undefined;
+    }
+  };
+}
+
+/** The clients of one lease: one per profile, closed with the lease. */
+export class LeaseClients {
+  private readonly clients = new Map<string, UserGroupsClient>();
+  private readonly fences: RunFence[] = [];
+
+  /** `fenceEnv`: the lease's fence (its store's fenceEnv), undefined where nothing fences. */
+  constructor(
+    private readonly options: RunOptions,
+    private readonly fenceEnv: Record<string, string> | undefined,
+  ) {}
+
+  /** The client for a group of this profile (throws MissingCredentialsError as the provider would). */
+  for(profile: string | undefined): UserGroupsClient {
+    const key = profile ?? "\u0000";
+    let client = this.clients.get(key);
+    if (client === undefined) {
+      const env: NodeJS.ProcessEnv = { ...process.env, ...this.options.envVars, ...this.fenceEnv };
+      const { baseUrl, apiKey, allowInsecureHttp } = resolveCredentials(profile, configOf(this.options), env);
+      const tuning = tuningFromEnv(env);
+      const runFence = runFenceFromEnv(env);
+      if (runFence) this.fences.push(runFence);
+      client = new UserGroupsClient({
+        baseUrl,
+        apiKey,
+        allowInsecureHttp,
+        retry: tuning.retry,
+        timeouts: tuning.timeouts,
+        rateBudget: rateBudgetFromEnv(env, baseUrl, apiKey),
+        ...(runFence ? { runFence } : {}),
+      });
+      this.clients.set(key, client);
+    }
+    return client;
+  }
+
+  async close(): Promise<void> {
+    const clients = [...this.clients.values()];
+    this.clients.clear();
+    for (const client of clients) await client.close().catch(() => undefined);
+    for (const fence of this.fences.splice(0)) {
+      const closable = fence as RunFence & { close?: () => Promise<void> };
+      await closable.close?.().catch(() => undefined);
+    }
+  }
+}

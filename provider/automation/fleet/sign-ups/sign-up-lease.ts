@@ -1,0 +1,91 @@
+// The engine's side of the record-first sign-up (sign-ups.ts): a shard's run
+// lease taken as every run takes it (the lock wait, engine/takeover.ts's
+// underRunLease: a dead run's leftovers taken over first, the record's `created`
+// entries among them), the directory's claims under it (shards/directory-rule.ts),
+// the record written through the lease (a lease no longer ours refuses it), the
+// create sent with the provider's own client (service-client.ts: rate budget,
+// the run's fence), and the adopting run (engine/takeover.ts adoptCreated).
+import { adoptCreated, assertStateIsData, exportState, underRunLease, withLockWait } from "../../engine";
+import { normalizeInputs } from "../../../logic/inputs";
+import { createUserGroup } from "../../../logic/operations";
+import { ShardClaims } from "../../shards";
+import type { RunOptions } from "../../model";
+import { FLEET_MARKER_OUTPUT } from "../fleet-stack";
+import type { FleetShards } from "../fleet-shards";
+import { LeaseClients } from "./service-client";
+import type { HeldShard, SignUpSeam } from "./sign-ups";
+
+/** What underLease answers on a backend without a run lease (it keeps no record): its sign-ups go the slow path. */
+export const NO_RUN_LEASE: unique symbol = Symbol("no run lease");
+
+/** The real seam: the shard's lease, record, client and adopting run. */
+export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, shards: FleetShards): SignUpSeam {
+  return {
+    underLease: async (shard, body) => {
+      const stackName = shards.stackNameOf(shard);
+      const directory = (await shards.sharded()).directory;
+      // The body runs once: an error of it is carried out of the lock wait, never tried again.
+      let failed: { error: unknown } | undefined;
+      const value = await withLockWait({ ...options, stack: stackName, lockTimeoutMs }, async () => {
+        const opened = await shards.open(shard);
+        if (opened.store === undefined) return NO_RUN_LEASE;
+        return underRunLease(
+          {
+            stack: opened.stack,
+            stackName,
+            backendUrl: opened.backendUrl,
+            store: opened.store,
+            adopt: true,
+            outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
+            ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+            ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+            ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
+          },
+          async (_signal, lease) => {
+            if (lease === undefined) return NO_RUN_LEASE;
+            const claims = new ShardClaims(directory, stackName, shard);
+            const clients = new LeaseClients(options, lease.store.fenceEnv?.(lease.current));
+            const held: HeldShard = {
+              epoch: lease.epoch,
+              claim: (names) => claims.claimTargets(names),
+              record: async (change) => {
+                await lease.updateWith((record) => ({ created: change(record.created ?? []) }));
+                if (lease.lost) throw lease.signal.reason;
+              },
+              create: async (spec) => {
+                const outputs = await createUserGroup(clients.for(spec.profile), normalizeInputs(spec));
+                return { name: outputs.name, token: outputs.token, teamId: outputs.teamId, ...(outputs.apiEnvironmentTag !== undefined ? { apiEnvironmentTag: outputs.apiEnvironmentTag } : {}) };
+              },
+              adopt: async (entries) => {
+                // F10: the state an engine run reads is data this package writes, checked first as before every run.
+                assertStateIsData(await exportState(opened.stack), stackName);
+                const outcome = await adoptCreated(
+                  {
+                    lease,
+                    stack: opened.stack,
+                    stackName,
+                    outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
+                    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+                    ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+                  },
+                  entries,
+                );
+                return outcome.adopted;
+              },
+            };
+            try {
+              return await body(held);
+            } catch (error) {
+              failed = { error };
+              return undefined;
+            } finally {
+              await clients.close();
+            }
+          },
+        );
+      });
+      if (failed) throw failed.error;
+      return value;
+    },
+  };
+}

@@ -1,0 +1,175 @@
+// The record-first sign-up (issue #44, docs/fleet-replicas.md "A sign-up answered
+// before its engine run"), engine-backed on a file backend: a new group's ensure
+// answered with the service's token before any engine run, the group in the run
+// record (never its token) until a batched run adopts it into the state, list()
+// and remove() seeing it at once, a replica killed right after ensure returned
+// taken over by the next one (its takeover adopts), refused input failing only
+// its own call.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { type GroupSpec, GroupsValidationError, UserGroupExistsError, UserGroupFleet } from "../../../provider/automation";
+import type { SignUpSeam } from "../../../provider/automation/fleet";
+import { PROJECT_NAME, readStateWithSecrets, selectStack } from "../../../provider/automation/engine";
+import { groupsInState } from "../../../provider/automation/fleet/fleet-state";
+import { parseRunRecord, type RunRecord } from "../../../provider/backends";
+import { UserGroupsClient } from "../../../provider/client/http-client";
+import { useStackFixture } from "../../support/stack-fixture";
+
+const KEY = "fleet-fast-key-0001";
+const { server, env, envVars, runOptions } = useStackFixture({ label: "fleet-fast", apiKeys: [KEY], passphrase: "fleet-fast" });
+
+const tokenOf = (id: string) => server.groups().find((g) => g.user_group_id === id)?.token;
+
+/** A gate the adopting run waits at: the test sees the moment between the answer and the adoption. */
+function gated(): { seam: (engine: SignUpSeam) => SignUpSeam; open: () => void; adoptions: number } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const state = {
+    adoptions: 0,
+    open: () => open(),
+    seam: (engine: SignUpSeam): SignUpSeam => ({
+      underLease: (shard, body) =>
+        engine.underLease(shard, (held) =>
+          body({
+            ...held,
+            epoch: held.epoch,
+            adopt: async (entries) => {
+              await gate;
+              state.adoptions += 1;
+              return held.adopt(entries);
+            },
+          }),
+        ),
+    }),
+  };
+  return state;
+}
+
+function fleetOf(stack: string, signUps: "engine" | ((engine: SignUpSeam) => SignUpSeam) = "engine"): UserGroupFleet {
+  return new UserGroupFleet(runOptions(stack, { workDir: path.join(env.workDir, stack), lockTimeoutMs: 120_000 }), undefined, signUps);
+}
+
+/** The run record of the stack's root shard, as the file backend holds it (the newest generation). */
+function recordOf(stack: string): RunRecord | undefined {
+  const dir = path.join(env.backendDir, ".user-groups", "leases", PROJECT_NAME, encodeURIComponent(stack));
+  if (!existsSync(dir)) return undefined;
+  const newest = readdirSync(dir)
+    .filter((name) => /^lease-\d+\.json$/.test(name))
+    .sort((a, b) => Number(a.slice(6, -5)) - Number(b.slice(6, -5)))
+    .at(-1);
+  return newest === undefined ? undefined : parseRunRecord(readFileSync(path.join(dir, newest), "utf8"));
+}
+
+async function stateGroups(stack: string) {
+  const { stack: selected, dispose } = await selectStack(runOptions(stack, { workDir: path.join(env.workDir, `${stack}-reader`) }), async () => ({}));
+  try {
+    return groupsInState(await readStateWithSecrets(selected));
+  } finally {
+    await dispose();
+  }
+}
+
+describe("record-first sign-ups", () => {
+  const fleets: UserGroupFleet[] = [];
+  afterAll(async () => {
+    for (const fleet of fleets) await fleet.close().catch(() => undefined);
+  });
+
+  it("answers with the service's token before any engine run, records the group (no token) until a batched run adopts it into the state", async () => {
+    const control = gated();
+    const fleet = fleetOf("fast-a", control.seam);
+    fleets.push(fleet);
+    const spec: GroupSpec = { name: "Acme", userGroupId: "acme", properties: { plan: "team" } };
+    const got = await fleet.ensure(spec);
+    expect(got).toMatchObject({ change: "create", userGroupId: "acme", name: "Acme", apiEnvironmentTag: "Customer" });
+    expect(got.token).toBe(tokenOf("acme"));
+    expect(fleet.engineRuns).toBe(0);
+    expect(control.adoptions).toBe(0);
+    // In the record, with the inputs a program declares, and never the token.
+    const record = recordOf("fast-a");
+    expect(record?.created?.map((entry) => entry.resourceName)).toEqual(["default.acme"]);
+    expect(record?.created?.[0]?.inputs).toEqual({ name: "Acme", userGroupId: "acme", properties: { plan: "team" } });
+    expect(JSON.stringify(record)).not.toContain(got.token);
+    // Not in the state yet; list() shows it at once, token included; a repeated ensure is answered with no request.
+    expect(await stateGroups("fast-a")).toEqual([]);
+    expect((await fleet.list()).map((g) => [g.userGroupId, g.token])).toEqual([["acme", got.token]]);
+    const requests = server.journal().length;
+    expect(await fleet.ensure(spec)).toMatchObject({ change: "same", token: got.token });
+    expect(server.journal().length).toBe(requests);
+
+    control.open();
+    await fleet.signUps!.idle(0);
+    expect(control.adoptions).toBe(1);
+    expect(recordOf("fast-a")?.created ?? []).toEqual([]);
+    // The state as a slow-path ensure leaves it: the group, the service's token a secret (adoptExisting, which is no change, aside).
+    const held = await stateGroups("fast-a");
+    expect(held).toMatchObject([{ resourceName: "default.acme", userGroupId: "acme", name: "Acme", properties: { plan: "team" }, token: got.token, teamId: got.teamId, apiEnvironmentTag: "Customer" }]);
+    const stateFile = readdirSync(path.join(env.backendDir, ".pulumi", "stacks", PROJECT_NAME)).find((name) => name.startsWith("fast-a.json"));
+    expect(readFileSync(path.join(env.backendDir, ".pulumi", "stacks", PROJECT_NAME, stateFile!), "utf8")).not.toContain(got.token);
+    expect(await fleet.ensure(spec)).toMatchObject({ change: "same", token: got.token });
+    expect(fleet.engineRuns).toBe(0);
+    expect(server.groups().filter((g) => g.user_group_id === "acme")).toHaveLength(1);
+  }, 180_000);
+
+  it("removes a group not yet adopted, leaving nothing behind; refused input fails only its own call", async () => {
+    const control = gated();
+    const fleet = fleetOf("fast-b", control.seam);
+    fleets.push(fleet);
+    const globex = await fleet.ensure({ name: "Globex", userGroupId: "globex" });
+    expect(globex.token).toBe(tokenOf("globex"));
+    // Removed before its adoption: the remove waits for it (the state then holds it) and deletes it.
+    const removing = fleet.remove("globex");
+    control.open();
+    expect(await removing).toMatchObject({ change: "delete" });
+    expect(tokenOf("globex")).toBeUndefined();
+    // Someone else's group: its ensure fails alone, with today's error; an invalid spec fails before any request.
+    await new UserGroupsClient({ baseUrl: server.url, apiKey: KEY }).getOrCreate({ name: "Theirs", user_group_id: "taken" });
+    const [ours, theirs, invalid] = await Promise.allSettled([
+      fleet.ensure({ name: "Initech", userGroupId: "initech" }),
+      fleet.ensure({ name: "Mine", userGroupId: "taken" }),
+      fleet.ensure({ name: " ", userGroupId: "x" }),
+    ]);
+    expect(ours).toMatchObject({ status: "fulfilled", value: { change: "create" } });
+    expect((ours as PromiseFulfilledResult<{ token: string }>).value.token).toBe(tokenOf("initech"));
+    expect((theirs as PromiseRejectedResult).reason).toBeInstanceOf(UserGroupExistsError);
+    expect(((theirs as PromiseRejectedResult).reason as Error).message).toMatch(/"taken" already exists in the Customer environment.*adoptExisting: true/s);
+    expect((invalid as PromiseRejectedResult).reason).toBeInstanceOf(GroupsValidationError);
+    expect(server.groups().map((g) => g.user_group_id).filter((id) => ["globex", "initech", "taken"].includes(id)).sort()).toEqual(["initech", "taken"]);
+    expect(server.groups().find((g) => g.user_group_id === "taken")?.name).toBe("Theirs");
+    await fleet.signUps!.idle(0);
+    expect((await stateGroups("fast-b")).map((g) => g.userGroupId)).toEqual(["initech"]);
+    expect(recordOf("fast-b")?.created ?? []).toEqual([]);
+    expect((await fleet.list()).map((g) => g.userGroupId)).toEqual(["initech"]);
+  }, 240_000);
+
+  it.skipIf(process.platform !== "linux")("a replica killed right after ensure returned is taken over: the next holder adopts the recorded group", async () => {
+    const worker = path.join(__dirname, "fast-path-worker.cjs");
+    const internal = path.join(__dirname, "../../../dist/provider/automation/internal.js");
+    const job = { stack: "fast-c", workDir: path.join(env.workDir, "fast-c-worker"), internal, spec: { name: "Hooli", userGroupId: "hooli" } };
+    const child = spawn(process.execPath, [worker], { env: { ...process.env, ...envVars(), PULUMI_CONFIG_PASSPHRASE: "fleet-fast", FAST_PATH_JOB: JSON.stringify(job) }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    const exit = await new Promise<NodeJS.Signals | number | null>((resolve) => child.on("exit", (code, signal) => resolve(signal ?? code)));
+    expect(exit, err).toBe("SIGKILL");
+    const answered = JSON.parse(out.trim().split("\n").at(-1)!) as { change: string; token: string };
+    expect(answered.change).toBe("create");
+    expect(answered.token).toBe(tokenOf("hooli"));
+    // Killed before its adoption: the record names it (the state may not hold it yet).
+    const before = recordOf("fast-c");
+    expect((before?.created ?? []).map((e) => e.resourceName).concat((await stateGroups("fast-c")).map((g) => g.resourceName))).toContain("default.hooli");
+    // The next replica (this process) asks again: its takeover adopts the recorded group, and it is answered from the state.
+    const fleet = fleetOf("fast-c");
+    fleets.push(fleet);
+    const again = await fleet.ensure(job.spec);
+    expect(again).toMatchObject({ token: answered.token });
+    expect(["same", "create"]).toContain(again.change);
+    await fleet.signUps!.idle(0);
+    expect((await stateGroups("fast-c")).map((g) => [g.userGroupId, g.token])).toEqual([["hooli", answered.token]]);
+    expect(recordOf("fast-c")?.created ?? []).toEqual([]);
+    expect(server.groups().filter((g) => g.user_group_id === "hooli")).toHaveLength(1);
+  }, 240_000);
+});
