@@ -12,7 +12,7 @@
 //   engine's checkpoint (written in its copy, as Pulumi writes) is committed late:
 //   refused, `run_fenced`, from its provider's fence and from its release alike;
 //   B's checkpoint intact in the bucket.
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -32,6 +32,11 @@ let env: PulumiTestEnv;
 let s3: ObjectStore;
 let azurite: ObjectStore;
 let gcs: ObjectStore;
+// This file's own temporary directory: the private copies are made under os.tmpdir(), and other files' runs
+// (their own copies, in parallel) must not be counted as this one's leftovers.
+const outerTmp = process.env.TMPDIR;
+const ownTmp = mkdtempSync(path.join(tmpdir(), "object-fence-tmp-"));
+process.env.TMPDIR = ownTmp;
 beforeAll(async () => {
   env = createPulumiTestEnv("object-fence");
   server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
@@ -43,6 +48,9 @@ afterAll(async () => {
   await Promise.all([s3, azurite, gcs].map((store) => store?.stop()));
   await server?.close();
   env?.cleanup();
+  if (outerTmp === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = outerTmp;
+  rmSync(ownTmp, { recursive: true, force: true });
 });
 
 const copies = () => readdirSync(tmpdir()).filter((name) => name.startsWith("user-groups-copy-"));
