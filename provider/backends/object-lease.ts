@@ -13,6 +13,7 @@
 // each provider request and when the lease is let go (docs/object-stores.md).
 import { z } from "zod";
 import { type Clock, systemClock } from "../clock";
+import { UserGroupsError } from "../wire/errors";
 import { type AcquireOutcome, type LeaseRules, type LeaseStore, type LeaseStoreOptions, type PulumiLock, type RunFence, RunFencedError } from "./backend";
 import { type ObjectClient, verifyConditions } from "./object-client";
 import { commitCopy, copyExists, type EngineCopy, OBJECT_COPY_ENV, openEngineCopy } from "./object-engine-copy";
@@ -21,6 +22,25 @@ import { assertValidStackName } from "./stack-name";
 import { PROCESS_WAITER, type Waiter } from "./waiter";
 
 export const OBJECT_LEASE_TIMING: LeaseTiming = { ttlMs: LEASE_TTL_MS, renewEveryMs: RENEW_EVERY_MS };
+/**
+ * How long an object-store lease lives past a renewal, when the default (20 s) is not wanted: the time a dead or cut-off
+ * holder keeps the stack from the others. Renewed every quarter of it. Whole milliseconds, 6 s to 5 min: a shorter lease
+ * costs a renewal request more often and is lost sooner by a holder that stalls (its runs then fail retryable).
+ */
+export const OBJECT_LEASE_TTL_ENV = "USER_GROUPS_OBJECT_LEASE_TTL_MS";
+const MIN_TTL_MS = 6_000;
+const MAX_TTL_MS = 300_000;
+
+/** The lease timing this environment asks for (OBJECT_LEASE_TTL_ENV), the default without it; out of range: refused, coded. */
+export function objectLeaseTiming(env: NodeJS.ProcessEnv = process.env): LeaseTiming {
+  const raw = env[OBJECT_LEASE_TTL_ENV]?.trim();
+  if (raw === undefined || raw === "") return OBJECT_LEASE_TIMING;
+  const ttlMs = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
+  if (!(ttlMs >= MIN_TTL_MS && ttlMs <= MAX_TTL_MS)) {
+    throw new UserGroupsError("invalid_tuning", `${OBJECT_LEASE_TTL_ENV} must be a whole number of milliseconds from ${MIN_TTL_MS} to ${MAX_TTL_MS} (its value is not shown)`);
+  }
+  return { ttlMs, renewEveryMs: Math.floor(ttlMs / 4) };
+}
 /** A waiter not seen for this long has stopped waiting (above the lock wait's longest pause, 5 s). */
 export const OBJECT_WAITER_STALE_MS = 8_000;
 /** The store's clock is read off whole-second `Date` headers: a lease counts as expired only this long past its expiry. */
@@ -83,7 +103,7 @@ export class ObjectLeaseStore implements LeaseStore {
     options: LeaseStoreOptions,
   ) {
     this.rules = options.rules;
-    this.timing = options.timing ?? OBJECT_LEASE_TIMING;
+    this.timing = options.timing ?? objectLeaseTiming();
     this.waiter = options.waiter ?? PROCESS_WAITER;
     this.waiterId = options.waiterId ?? this.waiter.id;
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(this.waiterId)) throw new Error("a waiter id is letters, digits, - and _");

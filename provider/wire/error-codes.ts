@@ -134,7 +134,7 @@ export const ERROR_CODES = {
   invalid_response: { meaning: "an answer the client cannot read (not the expected JSON)", thrownBy: "client UserGroupApiError (kind invalid_response)" },
   insecure_transport: { meaning: "the API key would go over plain http to a host that is not loopback; use https:// (or allowInsecureHttp)", thrownBy: "client InsecureTransportError" },
   invalid_base_url: { meaning: "a base URL that is not http(s)", thrownBy: "client UserGroupsClient" },
-  invalid_tuning: { meaning: "a USER_GROUPS_* timeout or retry variable that is not a positive whole number", thrownBy: "client InvalidTuningError" },
+  invalid_tuning: { meaning: "a USER_GROUPS_* timeout or retry variable that is not a positive whole number (USER_GROUPS_OBJECT_LEASE_TTL_MS: not 6000 to 300000)", thrownBy: "client InvalidTuningError; backends objectLeaseTiming" },
   invalid_rate_limit: { meaning: "USER_GROUPS_RATE_LIMIT is not REQUESTS/SECONDS (e.g. 180/60) or off", thrownBy: "client/rate-budget InvalidRateLimitError" },
   invalid_rate_budget_store: { meaning: "the rate budget store is not a postgres:// URL or a file:// URL of an absolute directory", thrownBy: "client/rate-budget InvalidRateBudgetStoreError" },
   rate_budget_dir: { meaning: "the rate budget's directory is not absolute, not a directory or another user's (or a budget's name is malformed): refused", thrownBy: "backends/file RateBudgetDirError" },

@@ -37,6 +37,11 @@ export interface HistoryOptions {
   readonly postgres?: PostgresServer;
   /** An object store's address (`127.0.0.1:<port>`, as its backend URL names it): the upstream of partitions and of a store restart. */
   readonly storeAddress?: string;
+  /**
+   * For a store whose endpoint the environment names, not the backend URL (GCS: STORAGE_EMULATOR_HOST): the variables
+   * that point a replica at this address (a proxy's), added to its environment.
+   */
+  readonly endpointEnv?: (address: string) => Record<string, string>;
   readonly toxiproxy?: Toxiproxy;
   /** Each replica's work directory goes below this (inside the package: the provider resolves from there). */
   readonly workRoot: string;
@@ -72,6 +77,11 @@ export interface HistoryOptions {
    * once): npm test's. Neither `none` nor `race` can be a round of several; a kill can only be the last.
    */
   readonly thenFaults?: readonly FaultRound[];
+  /**
+   * A replica's pause after a call that failed, before its next (ms; default: as after any call, 100-500 ms). A cut-off
+   * replica's calls fail in milliseconds: without a pause each adds an indeterminate call that porcupine must place.
+   */
+  readonly pauseAfterFailMs?: number;
   /** Share of removes among the random calls (default 0.25; "race" uses 0.45). */
   readonly removeShare?: number;
   /**
@@ -219,11 +229,18 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const upstream = options.postgres ? `127.0.0.1:${options.postgres.port}` : options.storeAddress;
   let r1Backend = options.backendUrl;
   let othersBackend = options.backendUrl;
+  let r1Env = options.env;
+  let othersEnv = options.env;
+  /** The backend URL and environment of replicas that reach the store through this proxy. */
+  const through = async (proxy: string): Promise<[string, Record<string, string>]> => {
+    const address = `127.0.0.1:${await options.toxiproxy!.proxy(proxy, upstream!)}`;
+    return [options.backendUrl.replace(upstream!, address), { ...options.env, ...options.endpointEnv?.(address) }];
+  };
   if (partitioned || storeRestarts) {
     if (!options.toxiproxy || upstream === undefined) throw new Error(`${rounds.map((r) => r.kind).join(", ")} needs a store's address (PostgreSQL's, an object store's) and Toxiproxy`);
-    r1Backend = options.backendUrl.replace(upstream, `127.0.0.1:${await options.toxiproxy.proxy(proxyName, upstream)}`);
+    [r1Backend, r1Env] = await through(proxyName);
   }
-  if (storeRestarts) othersBackend = options.backendUrl.replace(upstream!, `127.0.0.1:${await options.toxiproxy!.proxy(othersProxy, upstream!)}`);
+  if (storeRestarts) [othersBackend, othersEnv] = await through(othersProxy);
   mkdirSync(options.workRoot, { recursive: true });
   const replicas = names.map(
     (name) =>
@@ -233,13 +250,13 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
         workDir: path.join(options.workRoot, `${options.label}-${name}`),
         ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}),
         lockTimeoutMs: options.lockTimeoutMs ?? 90_000,
-      }, options.env, options.otherHost?.includes(name) ? `${name}-elsewhere` : undefined),
+      }, name === "r1" ? r1Env : othersEnv, options.otherHost?.includes(name) ? `${name}-elsewhere` : undefined),
   );
   const [r1] = replicas as [Replica, ...Replica[]];
   // The probe's replica: no load of its own, so that its one call a round (a fresh sign-up at the fault's start) waits for the stack, not behind a batch of its replica.
   const hasProbe = !noFault(options.fault);
   const prober = hasProbe
-    ? new Replica("probe", recorder, options.worker, { stack, backendUrl: othersBackend, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, options.env)
+    ? new Replica("probe", recorder, options.worker, { stack, backendUrl: othersBackend, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, othersEnv)
     : undefined;
   const everyone = prober ? [...replicas, prober] : replicas;
 
@@ -277,8 +294,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
         const id = f === "list" ? undefined : ids[at]!;
         // A remove of an id this replica does not own becomes an ensure of it, when only owners remove.
         const kind: OpKind = f === "remove" && removeFrom === "owner" && replica.name !== owner ? "ensure" : f;
-        await track(replica.call(kind, id, fault && fault.healedAt === undefined ? { duringFault: fault.kind } : {}));
-        await sleep(100 + Math.floor(rand() * 400));
+        const op = await track(replica.call(kind, id, fault && fault.healedAt === undefined ? { duringFault: fault.kind } : {}));
+        await sleep(100 + Math.floor(rand() * 400) + (op.outcome === "fail" ? (options.pauseAfterFailMs ?? 0) : 0));
       }
     };
     const loops = replicas.map((r) => loop(r));

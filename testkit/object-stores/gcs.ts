@@ -2,7 +2,9 @@
 // built from the Go module proxy by scripts/ensure-fake-gcs-server), over plain
 // HTTP, its objects on disk in the data directory. Pulumi finds it through
 // STORAGE_EMULATOR_HOST, with a dummy GOOGLE_OAUTH_ACCESS_TOKEN (the emulator
-// checks none). A conditional create is `ifGenerationMatch=0`.
+// checks none). A conditional create is `ifGenerationMatch=0`. Its public host is
+// 127.0.0.1 without a port, so that its XML API (Pulumi's reads) answers on any
+// port of it: a Toxiproxy in front of it (the fault histories) sends the proxy's.
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { ensured, expectStatus, type ObjectStore, REPO_ROOT, startStoreProcess } from "./server";
@@ -12,7 +14,7 @@ export async function startGcs(): Promise<ObjectStore> {
   const server = await startStoreProcess({
     name: "fake-gcs-server",
     command,
-    args: (port, dataDir) => ["-scheme", "http", "-host", "127.0.0.1", "-port", String(port), "-public-host", `127.0.0.1:${port}`, "-external-url", `http://127.0.0.1:${port}`, "-backend", "filesystem", "-filesystem-root", dataDir, "-log-level", "warn"],
+    args: (port, dataDir) => ["-scheme", "http", "-host", "127.0.0.1", "-port", String(port), "-public-host", "127.0.0.1", "-external-url", `http://127.0.0.1:${port}`, "-backend", "filesystem", "-filesystem-root", dataDir, "-log-level", "warn"],
     readyPath: "/storage/v1/b",
   });
   const base = `http://127.0.0.1:${server.port}`;
