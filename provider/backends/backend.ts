@@ -180,6 +180,11 @@ export interface SharedBackend {
   shardDirectory(project: string, stack: string, options?: DirectoryStoreOptions): DirectoryStore;
   /** Where a run's provider processes share their key's rate budget: what they find in their environment (RATE_BUDGET_ENV). */
   rateBudgetEnv(): Record<string, string>;
+  /**
+   * Before Pulumi is asked about a stack: the backend is there, takes the credentials and honours the conditions our
+   * leases need (object stores: one coded refusal otherwise, not Pulumi's words for it).
+   */
+  check?(): Promise<void>;
 }
 
 /** A kind of backend, as the registry (index.ts) knows it. */

@@ -4,7 +4,7 @@
 // environment (OBJECT_FENCE_ENV). Each store's folder (s3/, gs/, azblob/) gives
 // its scheme and how to make its client from a URL.
 import { type BackendAdapter, RATE_BUDGET_ENV, type RunFence } from "./backend";
-import { type ObjectClient, ObjectStoreError } from "./object-client";
+import { type ObjectClient, ObjectStoreError, verifyConditions } from "./object-client";
 import { OBJECT_COPY_ENV } from "./object-engine-copy";
 import { OBJECT_FENCE_ENV, ObjectLeaseStore, ObjectRunFence } from "./object-lease";
 import { ObjectShardDirectory, ObjectSlotStore } from "./object-stores";
@@ -27,6 +27,8 @@ export function objectStoreAdapter(kind: string, scheme: string, client: (url: s
         shardDirectory: (project, stack) => new ObjectShardDirectory(store, project, stack),
         // The backend URL itself: the provider processes inherit the credentials from the engine's environment.
         rateBudgetEnv: () => ({ [RATE_BUDGET_ENV.store]: url }),
+        // A missing bucket, refused credentials, a store that ignores conditions: coded (probed once per process).
+        check: () => verifyConditions(store),
       };
     },
     slotStoreAt(location, _table, rules) {

@@ -7,12 +7,10 @@
 // objects of the bucket. Leases expire on the store's clock (whole-second Date
 // headers): the checks' leases live 3 s past a renewal, a stopped holder is waited out.
 import { randomBytes, randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { leaseRules } from "../../provider/automation/lease/record";
 import { backendFor } from "../../provider/backends";
-import type { ObjectStore } from "../../testkit/object-stores";
+import { conditionStripper, type ObjectStore } from "../../testkit/object-stores";
 import { type ConformanceSubject, describeConformance, PROJECT } from "./conformance";
 
 const TTL_MS = 3_000;
@@ -24,25 +22,6 @@ export interface ObjectStoreSuite {
 }
 
 const claim = () => ({ runId: `run-${randomUUID().slice(0, 8)}`, host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() });
-
-/** A proxy in front of the store that drops the conditions of every request (headers, and GCS's query parameters). */
-async function conditionStripper(target: number): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const headers = { ...req.headers };
-    delete headers["if-none-match"];
-    delete headers["if-match"];
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    url.searchParams.delete("ifGenerationMatch");
-    const out = http.request({ host: "127.0.0.1", port: target, method: req.method, path: `${url.pathname}${url.search}`, headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    out.on("error", () => res.destroy());
-    req.pipe(out);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { port: (server.address() as AddressInfo).port, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 export function describeObjectStore(name: string, start: () => Promise<ObjectStore>, options: { readonly stripsConditions: boolean }): ObjectStoreSuite {
   let store: ObjectStore;

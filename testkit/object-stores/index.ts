@@ -4,3 +4,4 @@ export { type ObjectStore } from "./server";
 export { startS3 } from "./s3";
 export { startAzurite } from "./azurite";
 export { startGcs } from "./gcs";
+export { conditionStripper } from "./condition-stripper";
