@@ -180,11 +180,6 @@ export interface SharedBackend {
   shardDirectory(project: string, stack: string, options?: DirectoryStoreOptions): DirectoryStore;
   /** Where a run's provider processes share their key's rate budget: what they find in their environment (RATE_BUDGET_ENV). */
   rateBudgetEnv(): Record<string, string>;
-  /**
-   * Before Pulumi is asked about a stack: the backend is there, takes the credentials and honours the conditions our
-   * leases need (object stores: one coded refusal otherwise, not Pulumi's words for it).
-   */
-  check?(): Promise<void>;
 }
 
 /** A kind of backend, as the registry (index.ts) knows it. */
@@ -197,6 +192,12 @@ export interface BackendAdapter {
   slotStoreAt(location: string, table: string | undefined, rules: SlotRules): SlotStore | undefined;
   /** In a provider process: the run's fence its environment names, if it names one of this kind. */
   runFenceFromEnv?(env: NodeJS.ProcessEnv): RunFence | undefined;
+  /**
+   * Before Pulumi is asked about a stack at this URL: the backend is there, takes the credentials and honours the
+   * conditions our leases need (object stores: one coded refusal otherwise, not Pulumi's words for it). Opens nothing
+   * that outlives it.
+   */
+  check?(url: string): Promise<void>;
 }
 
 /** The variables a run's provider processes find their shared rate budget by (set from the stack's backend). */

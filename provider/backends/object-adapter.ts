@@ -27,10 +27,10 @@ export function objectStoreAdapter(kind: string, scheme: string, client: (url: s
         shardDirectory: (project, stack) => new ObjectShardDirectory(store, project, stack),
         // The backend URL itself: the provider processes inherit the credentials from the engine's environment.
         rateBudgetEnv: () => ({ [RATE_BUDGET_ENV.store]: url }),
-        // A missing bucket, refused credentials, a store that ignores conditions: coded (probed once per process).
-        check: () => verifyConditions(store),
       };
     },
+    // A missing bucket, refused credentials, a store that ignores conditions: coded (probed once per process).
+    check: (url) => verifyConditions(client(url, process.env)),
     slotStoreAt(location, _table, rules) {
       try {
         return new ObjectSlotStore(client(location, process.env), rules);

@@ -12,7 +12,7 @@
 // its proxy's); a PostgreSQL restart; on a file backend, r1's engine frozen at
 // its checkpoint write ("slow disk"), or r1's Node process stalled while its
 // engine goes on.
-import { watch, type FSWatcher, existsSync, mkdirSync } from "node:fs";
+import { watch, type FSWatcher, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { FakeServer } from "../../fake-server/index.js";
 import type { PostgresServer } from "../postgres.js";
@@ -37,10 +37,7 @@ export interface HistoryOptions {
   readonly postgres?: PostgresServer;
   /** An object store's address (`127.0.0.1:<port>`, as its backend URL names it): the upstream of partitions and of a store restart. */
   readonly storeAddress?: string;
-  /**
-   * For a store whose endpoint the environment names, not the backend URL (GCS: STORAGE_EMULATOR_HOST): the variables
-   * that point a replica at this address (a proxy's), added to its environment.
-   */
+  /** A store whose endpoint the environment names, not its URL (GCS: STORAGE_EMULATOR_HOST): a replica's variables for an address (a proxy's). */
   readonly endpointEnv?: (address: string) => Record<string, string>;
   readonly toxiproxy?: Toxiproxy;
   /** Each replica's work directory goes below this (inside the package: the provider resolves from there). */
@@ -77,10 +74,7 @@ export interface HistoryOptions {
    * once): npm test's. Neither `none` nor `race` can be a round of several; a kill can only be the last.
    */
   readonly thenFaults?: readonly FaultRound[];
-  /**
-   * A replica's pause after a call that failed, before its next (ms; default: as after any call, 100-500 ms). A cut-off
-   * replica's calls fail in milliseconds: without a pause each adds an indeterminate call that porcupine must place.
-   */
+  /** A replica's pause after a failed call (ms, default 0): a cut-off replica's fail in ms, each an indeterminate call for porcupine. */
   readonly pauseAfterFailMs?: number;
   /** Share of removes among the random calls (default 0.25; "race" uses 0.45). */
   readonly removeShare?: number;
@@ -227,10 +221,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   const othersProxy = `${options.label}-others`;
   const storeRestarts = rounds.some((r) => r.kind === "store-restart");
   const upstream = options.postgres ? `127.0.0.1:${options.postgres.port}` : options.storeAddress;
-  let r1Backend = options.backendUrl;
-  let othersBackend = options.backendUrl;
-  let r1Env = options.env;
-  let othersEnv = options.env;
+  let [r1Backend, othersBackend, r1Env, othersEnv] = [options.backendUrl, options.backendUrl, options.env, options.env];
   /** The backend URL and environment of replicas that reach the store through this proxy. */
   const through = async (proxy: string): Promise<[string, Record<string, string>]> => {
     const address = `127.0.0.1:${await options.toxiproxy!.proxy(proxy, upstream!)}`;
@@ -503,7 +494,3 @@ export function describeHistory(r: HistoryResult): string {
   );
 }
 
-/** Is the file backend at this URL's directory there (for a slow-disk watch)? */
-export function fileBackendExists(url: string): boolean {
-  return existsSync(new URL(url).pathname);
-}
