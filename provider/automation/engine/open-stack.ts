@@ -114,23 +114,28 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
   try {
     settings.pulumiCommand = await pulumiCommandOnPath(settings.envVars);
     // On a file backend its files say whether the stack is there (stack-file.ts): no `pulumi stack select` for one
-    // that is (every command names the stack), none failing before the `stack init` of one that is not.
-    const presence = stackFilePresence(workspace.backendUrl, PROJECT_NAME, options.stack);
-    let creating = presence === "absent";
-    const select = () =>
-      open.unselected || presence === "present"
-        ? unselectedStack(args, settings)
-        : open.mustExist
-        ? // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
-          selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
-            throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
-          })
-        : selectRacingOthers(() => {
-            // Another process creating it meanwhile: StackAlreadyExistsError, and the next try selects it.
-            const create = creating;
-            creating = false;
-            return create ? LocalWorkspace.createStack(args, settings) : LocalWorkspace.createOrSelectStack(args, settings);
-          });
+    // that is (every command names the stack), none failing for one that is not (a `stack init` at once, or
+    // StackNotFoundError where it must exist). Looked at again on each try: another process may have made it meanwhile.
+    const presence = () => stackFilePresence(workspace.backendUrl, PROJECT_NAME, options.stack);
+    const select = (): Promise<Stack> => {
+      const now = open.unselected ? "present" : presence();
+      if (now === "present") return unselectedStack(args, settings);
+      if (open.mustExist) {
+        if (now === "absent") return Promise.reject(new StackNotFoundError(options.stack, workspace.backendUrl));
+        // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
+        return selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
+          throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
+        });
+      }
+      // Another process creating it meanwhile: StackAlreadyExistsError (or its lock), and the next try finds it.
+      let first = true;
+      return selectRacingOthers(() => {
+        const found = first ? now : presence();
+        first = false;
+        if (found === "present") return unselectedStack(args, settings);
+        return found === "absent" ? LocalWorkspace.createStack(args, settings) : LocalWorkspace.createOrSelectStack(args, settings);
+      });
+    };
     const stack = await select().catch(async (error: unknown) => {
       // A run killed inside a checkpoint write can leave the stack file's sidecar torn, and then not even
       // `stack select` works, so no takeover could begin: a sidecar that stays torn is its dead writer's.

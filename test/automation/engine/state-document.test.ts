@@ -9,7 +9,7 @@ import { lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { provisionUserGroups, WrongPassphraseError } from "../../../provider/automation";
-import { selectStack } from "../../../provider/automation/engine/open-stack";
+import { selectStack, StackNotFoundError } from "../../../provider/automation/engine/open-stack";
 import { exportState, importState, readStateWithSecrets } from "../../../provider/automation/engine/state";
 import { pulumiCommandOnPath } from "../../../provider/automation/engine/pulumi-cli";
 import { REPO_ROOT } from "../../support/pulumi-env";
@@ -89,6 +89,14 @@ describe("reading a state", () => {
 describe("on a file backend", () => {
   it("a run of a new stack starts the CLI for its `stack init` and its `up` only (no `stack select`, no `stack export`)", () => {
     expect(firstRunCommands.map((c) => c.split(" ")[0] === "up" ? "up" : c)).toEqual(["stack init", "up"]);
+  });
+
+  it("a stack that must exist and is not there is stack_not_found with no CLI process", async () => {
+    const options = runOptions("never-made");
+    let error: unknown;
+    expect(await commandsOf(options, () => selectStack(options, async () => ({}), { mustExist: true }).catch((e: unknown) => void (error = e)))).toEqual([]);
+    expect(error).toBeInstanceOf(StackNotFoundError);
+    expect(error).toMatchObject({ code: "stack_not_found" });
   });
 
   it("the state is read from the stack's file with no CLI process, and is exactly what `pulumi stack export` prints", async () => {
