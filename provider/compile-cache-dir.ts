@@ -8,8 +8,13 @@ import path from "node:path";
 
 /** The per-user cache directory, made (mode 0700) if missing; undefined when it is not this user's alone. */
 export function privateCompileCacheDir(env: NodeJS.ProcessEnv, home: string): string | undefined {
+  return privateCacheDir(env, home, "compile-cache");
+}
+
+/** `name` in the per-user cache (`$XDG_CACHE_HOME` or `~/.cache`, then `pulumi-user-groups/`), made 0700; undefined when not this user's alone. */
+export function privateCacheDir(env: NodeJS.ProcessEnv, home: string, name: string): string | undefined {
   const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(home, ".cache");
-  const dir = path.join(base, "pulumi-user-groups", "compile-cache");
+  const dir = path.join(base, "pulumi-user-groups", name);
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const stats = lstatSync(dir);

@@ -13,9 +13,11 @@ export {
   pulumiProcessAlive,
   rateBudgetEnv,
   readLockHolders,
+  readStoredDeployment,
   removeLingeringTornSidecars,
   removeStaleLocks,
   repairTornWrites,
+  stackFilePresence,
   withApplicationName,
   withoutCredentials,
 } from "../../backends";

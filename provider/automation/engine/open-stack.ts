@@ -6,7 +6,7 @@ import path from "node:path";
 import { ENV_HINTS } from "../../logic/credentials";
 import { type GroupSpec, assertValidStackName, RunOptions } from "../model";
 import { MissingPassphraseError, pulumiCommandOnPath, translateEngineError } from "./pulumi-cli";
-import { isStackLocked, StackLockedError, withStackLockWait, engineBackendEnv, withoutCredentials, rateBudgetEnv, fileBackendDir, removeLingeringTornSidecars } from "../backend";
+import { isStackLocked, StackLockedError, withStackLockWait, engineBackendEnv, withoutCredentials, rateBudgetEnv, fileBackendDir, removeLingeringTornSidecars, stackFilePresence } from "../backend";
 import { scrubSecrets } from "../../client/redact";
 import { secretValuesOf, setStackConfig } from "./stack-config";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
@@ -113,15 +113,29 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
   };
   try {
     settings.pulumiCommand = await pulumiCommandOnPath(settings.envVars);
-    const select = () =>
-      open.unselected
-        ? unselectedStack(args, settings)
-        : open.mustExist
-        ? // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
-          selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
-            throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
-          })
-        : selectRacingOthers(() => LocalWorkspace.createOrSelectStack(args, settings));
+    // On a file backend its files say whether the stack is there (stack-file.ts): no `pulumi stack select` for one
+    // that is (every command names the stack), none failing for one that is not (a `stack init` at once, or
+    // StackNotFoundError where it must exist). Looked at again on each try: another process may have made it meanwhile.
+    const presence = () => stackFilePresence(workspace.backendUrl, PROJECT_NAME, options.stack);
+    const select = (): Promise<Stack> => {
+      const now = open.unselected ? "present" : presence();
+      if (now === "present") return unselectedStack(args, settings);
+      if (open.mustExist) {
+        if (now === "absent") return Promise.reject(new StackNotFoundError(options.stack, workspace.backendUrl));
+        // Replicas reading a new PostgreSQL backend at once race to create Pulumi's table here too.
+        return selectRacingOthers(() => LocalWorkspace.selectStack(args, settings)).catch((error: unknown) => {
+          throw isMissingStack(error) ? new StackNotFoundError(options.stack, workspace.backendUrl, { cause: error }) : error;
+        });
+      }
+      // Another process creating it meanwhile: StackAlreadyExistsError (or its lock), and the next try finds it.
+      let first = true;
+      return selectRacingOthers(() => {
+        const found = first ? now : presence();
+        first = false;
+        if (found === "present") return unselectedStack(args, settings);
+        return found === "absent" ? LocalWorkspace.createStack(args, settings) : LocalWorkspace.createOrSelectStack(args, settings);
+      });
+    };
     const stack = await select().catch(async (error: unknown) => {
       // A run killed inside a checkpoint write can leave the stack file's sidecar torn, and then not even
       // `stack select` works, so no takeover could begin: a sidecar that stays torn is its dead writer's.
@@ -242,7 +256,9 @@ export async function exportIfExists(options: RunOptions): Promise<Deployment | 
   // On a file backend the export itself says whether the stack exists: no `pulumi stack select` before it. Anything
   // but a state or a missing stack (a torn file, a wrong passphrase) is left to the selecting path below, which
   // knows each of them; it reads again.
-  if (fileBackendDir(workspaceOf(options).backendUrl) !== undefined) {
+  const backendUrl = workspaceOf(options).backendUrl;
+  if (fileBackendDir(backendUrl) !== undefined) {
+    if (stackFilePresence(backendUrl, PROJECT_NAME, options.stack) === "absent") return undefined;
     const unselected = await selectStack(options, async () => ({}), { unselected: true }).catch(() => undefined);
     if (unselected !== undefined) {
       try {

@@ -9,8 +9,9 @@ import { lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { provisionUserGroups, WrongPassphraseError } from "../../../provider/automation";
-import { selectStack } from "../../../provider/automation/engine/open-stack";
+import { selectStack, StackNotFoundError } from "../../../provider/automation/engine/open-stack";
 import { exportState, importState, readStateWithSecrets } from "../../../provider/automation/engine/state";
+import { pulumiCommandOnPath } from "../../../provider/automation/engine/pulumi-cli";
 import { REPO_ROOT } from "../../support/pulumi-env";
 import { useStackFixture } from "../../support/stack-fixture";
 
@@ -30,11 +31,32 @@ function importFilesIn(dir: string): string[] {
   return readdirSync(dir).filter((name) => name.startsWith("state-import-"));
 }
 
+/** PulumiCommand's runner (not in its typings): every command of every workspace of this process goes through it. */
+type Runner = { run: (args: string[], cwd: string, env: Record<string, string>, ...rest: unknown[]) => Promise<{ stdout: string }> };
+
+/** The commands `work` starts through this process's Pulumi CLI (the one every workspace of these options shares), as "verb noun". */
+async function commandsOf(options: { envVars: Record<string, string> }, work: () => Promise<unknown>): Promise<string[]> {
+  const command = (await pulumiCommandOnPath(options.envVars)) as unknown as Runner;
+  const run = command.run;
+  const seen: string[] = [];
+  command.run = function (args, ...rest) {
+    seen.push(args.slice(0, 2).join(" "));
+    return run.call(this, args, ...rest);
+  };
+  try {
+    await work();
+  } finally {
+    command.run = run;
+  }
+  return seen;
+}
+
 // One stack that the tests which only read it (or stop before writing it) share: a setup, one engine run; the test
 // that writes a state has a stack of its own.
 const READ_ONLY = "read";
+let firstRunCommands: string[] = [];
 beforeAll(async () => {
-  await provisionUserGroups({ ...runOptions(READ_ONLY), groups: [{ name: "Read", userGroupId: "read" }] });
+  firstRunCommands = await commandsOf(runOptions(READ_ONLY), () => provisionUserGroups({ ...runOptions(READ_ONLY), groups: [{ name: "Read", userGroupId: "read" }] }));
 }, 120_000);
 
 describe("reading a state", () => {
@@ -60,6 +82,33 @@ describe("reading a state", () => {
     await withStack(wrong, async (stack) => {
       await expect(exportState(stack)).rejects.toBeInstanceOf(WrongPassphraseError);
       await expect(readStateWithSecrets(stack)).rejects.toBeInstanceOf(WrongPassphraseError);
+    });
+  });
+});
+
+describe("on a file backend", () => {
+  it("a run of a new stack starts the CLI for its `stack init` and its `up` only (no `stack select`, no `stack export`)", () => {
+    expect(firstRunCommands.map((c) => c.split(" ")[0] === "up" ? "up" : c)).toEqual(["stack init", "up"]);
+  });
+
+  it("a stack that must exist and is not there is stack_not_found with no CLI process", async () => {
+    const options = runOptions("never-made");
+    let error: unknown;
+    expect(await commandsOf(options, () => selectStack(options, async () => ({}), { mustExist: true }).catch((e: unknown) => void (error = e)))).toEqual([]);
+    expect(error).toBeInstanceOf(StackNotFoundError);
+    expect(error).toMatchObject({ code: "stack_not_found" });
+  });
+
+  it("the state is read from the stack's file with no CLI process, and is exactly what `pulumi stack export` prints", async () => {
+    const options = runOptions(READ_ONLY);
+    await withStack(options, async (stack) => {
+      let read: Awaited<ReturnType<typeof exportState>> | undefined;
+      expect(await commandsOf(options, async () => (read = await exportState(stack)))).toEqual([]);
+      const workspace = stack.workspace;
+      const printed = await (workspace.pulumiCommand as unknown as Runner).run(["stack", "export", "--stack", stack.name], workspace.workDir, { ...workspace.envVars });
+      expect(read).toEqual(JSON.parse(printed.stdout));
+      // A state with a group in it, its token a secret.
+      expect(JSON.stringify(read)).toMatch(/"ciphertext":"v1:/);
     });
   });
 });

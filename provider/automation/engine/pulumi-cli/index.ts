@@ -1,5 +1,5 @@
 // engine/pulumi-cli/: the Pulumi CLI at our edge. Found and version-checked once
-// per process (pulumi-command.ts), the trace and metrics options its engine
+// per process (pulumi-command.ts; its version remembered per binary: known-version.ts), the trace and metrics options its engine
 // commands get (engine-trace.ts), its errors in our words (engine-errors.ts), and
 // runs that end when the engine ends (run-only.ts).
 export { backendPlace, BackendUnreachableError, EngineEdgeError, type HintAudience, MissingPassphraseError, PulumiCliMissingError, PulumiCommandError, pulumiErrorLines, translateEngineError, WrongPassphraseError } from "./engine-errors";

@@ -1,10 +1,12 @@
 // The Pulumi CLI, found and version-checked once per process and PATH rather
 // than once per workspace: a sharded run opens a workspace per shard, and each
-// would otherwise start the CLI once more only to read its version. Each engine
+// would otherwise start the CLI once more only to read its version; across
+// processes the version is remembered per binary (known-version.ts). Each engine
 // run through it is given the trace options of the moment (engine-trace.ts).
 import { PulumiCommand } from "@pulumi/pulumi/automation";
 import { ENGINE_COMMANDS, engineTraceDestination, engineTraceOptions, mergedNodeOptions, preloadNodeOption } from "./engine-trace";
 import { otlpMetricsRequested } from "../../../otel-env";
+import { binaryKey, pulumiOnPath, rememberedVersion, rememberVersion, sdkSemver } from "./known-version";
 
 const SKIP_VERSION_CHECK = "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK";
 const found = new Map<string, Promise<PulumiCommand>>();
@@ -55,12 +57,29 @@ export function pulumiCommandOnPath(envVars: Readonly<Record<string, string>> = 
   const key = `${skipVersionCheck}\u0000${process.env.PATH ?? ""}`;
   let command = found.get(key);
   if (command === undefined) {
-    command = PulumiCommand.get({ skipVersionCheck }).then(withEngineTrace);
+    command = knownCommand(skipVersionCheck).then(withEngineTrace);
     found.set(key, command);
     // A missing CLI is asked for again next time (it may have been installed since).
     command.catch(() => {
       if (found.get(key) === command) found.delete(key);
     });
   }
+  return command;
+}
+
+/**
+ * PulumiCommand.get, without starting `pulumi version` when the binary PATH
+ * names was asked before (known-version.ts); a version is remembered only once
+ * the SDK's own check of it passed.
+ */
+export async function knownCommand(skipVersionCheck: boolean): Promise<PulumiCommand> {
+  const binary = pulumiOnPath();
+  const key = binary === undefined ? undefined : binaryKey(binary);
+  const remembered = key === undefined ? undefined : rememberedVersion(key);
+  const version = remembered === undefined ? undefined : sdkSemver(remembered);
+  // What PulumiCommand.get returns: the command as spawned ("pulumi", found on PATH) and its version.
+  if (version) return new (PulumiCommand as unknown as new (command: string, version: unknown) => PulumiCommand)("pulumi", version);
+  const command = await PulumiCommand.get({ skipVersionCheck });
+  if (key !== undefined && !skipVersionCheck && command.version) rememberVersion(key, command.version.toString());
   return command;
 }

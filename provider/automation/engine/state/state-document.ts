@@ -7,7 +7,9 @@
 //
 // - exportState: `pulumi stack export` without `--show-secrets`, through the
 //   stack's own workspace (its command, run directory, environment and
-//   backend): every secret stays ciphertext. A passphrase stack's passphrase is
+//   backend): every secret stays ciphertext; on a file backend the same
+//   document is read from the stack's file, with no CLI process
+//   (backends/file/stack-file.ts). A passphrase stack's passphrase is
 //   checked against the state's own check value, so that a wrong one fails here
 //   as it would in the engine (WrongPassphraseError), before anything runs.
 // - readStateWithSecrets: the same export with each secret decrypted in this
@@ -33,9 +35,10 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { type Clock, systemClock } from "../../../clock";
 import { UserGroupsError } from "../../../wire/errors";
-import { StackLockedError } from "../../backend";
+import { readStoredDeployment, StackLockedError } from "../../backend";
 import { inSpan } from "../../telemetry";
 import { pulumiErrorLines, WrongPassphraseError } from "../pulumi-cli";
+import { PROJECT_NAME } from "../workspace";
 
 /** Pulumi's key of a secret envelope, and its value for a secret (sdk/go/common/resource/sig). */
 const SIG_KEY = "4dabf18193072939515e22adb298388d";
@@ -57,12 +60,23 @@ async function runPulumi(stack: Stack, args: string[]): Promise<string> {
 // ---- reading -------------------------------------------------------------
 
 /**
+ * On a file backend (the one the stack's commands are given: the workspace's
+ * PULUMI_BACKEND_URL), the deployment `pulumi stack export` would print, read
+ * from the stack's file in this process: one CLI process less per read
+ * (backends/file/stack-file.ts). Undefined where the CLI must answer.
+ */
+function storedDeployment(stack: Stack): Deployment | undefined {
+  const backendUrl = stack.workspace.envVars?.PULUMI_BACKEND_URL;
+  return backendUrl ? (readStoredDeployment(backendUrl, PROJECT_NAME, stack.name) as Deployment | undefined) : undefined;
+}
+
+/**
  * The stack's state as the backend holds it (`pulumi stack export`): secrets as
  * ciphertext. A passphrase stack's passphrase is checked (WrongPassphraseError).
  */
 export function exportState(stack: Stack, tornReadWaitsMs: readonly number[] = TORN_READ_WAITS_MS): Promise<Deployment> {
   return inSpan("user_groups.state.read", { "user_groups.stack": stack.name }, async () => {
-    const deployment = await readStateRetrying(async () => JSON.parse(await runPulumi(stack, ["stack", "export"])) as Deployment, stack.name, systemClock, tornReadWaitsMs);
+    const deployment = await readStateRetrying(async () => storedDeployment(stack) ?? (JSON.parse(await runPulumi(stack, ["stack", "export"])) as Deployment), stack.name, systemClock, tornReadWaitsMs);
     await secretsKeyOf(stack, deployment);
     return deployment;
   });
