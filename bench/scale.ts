@@ -19,7 +19,7 @@
 //          nothing else on the server
 // The report (tables, ratios, chart) is bench/scale-report.ts.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
@@ -56,6 +56,9 @@ export interface TimedOperation {
   readonly providerProcesses: number;
   readonly engineCpuSeconds: number;
   readonly providerCpuSeconds: number;
+  /** CPU seconds of this process (the inline programs, the automation library, the emulator's thread) and of every other child (CLI calls but the engine's: stack select, export). */
+  readonly hostCpuSeconds?: number;
+  readonly otherChildCpuSeconds?: number;
 }
 
 export interface CliRun {
@@ -138,6 +141,17 @@ const PASSPHRASE = "bench-scale-passphrase";
 /** Injected latency per API request while the crash trials run: requests are in flight when the kill lands. */
 const CRASH_DELAY_MS = 50;
 
+/** CPU seconds of this process's reaped children (Linux: /proc/self/stat's cutime + cstime; 0 elsewhere). */
+function childrenCpuSeconds(): number {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 const secondsSince = (startMs: number): number => (performance.now() - startMs) / 1000;
 
 export function scaleGroups(prefix: string, n: number): GroupSpec[] {
@@ -195,6 +209,8 @@ function costOf(cost: ProcessCost): Omit<TimedOperation, "seconds"> {
 export async function timed<T>(operation: () => Promise<T>, check: (result: T) => string | undefined): Promise<TimedOperation> {
   const watch = watchPulumiProcesses();
   const start = performance.now();
+  const hostBefore = process.cpuUsage();
+  const childrenBefore = childrenCpuSeconds();
   let result: T;
   try {
     result = await operation();
@@ -204,9 +220,13 @@ export async function timed<T>(operation: () => Promise<T>, check: (result: T) =
   }
   const seconds = secondsSince(start);
   const cost = watch.stop();
+  const host = process.cpuUsage(hostBefore);
+  const hostCpuSeconds = (host.user + host.system) / 1e6;
+  // Reaped children (every process this run started and waited for), less the engines the watch counted.
+  const otherChildCpuSeconds = Math.max(0, childrenCpuSeconds() - childrenBefore - cost.engineCpuSeconds - cost.providerCpuSeconds);
   const problem = check(result);
   if (problem !== undefined) throw new Error(problem);
-  return { seconds, ...costOf(cost) };
+  return { seconds, ...costOf(cost), hostCpuSeconds, otherChildCpuSeconds };
 }
 
 /** How ours is run: the shard size, the engine's parallelism, more environment (the profile's knobs; the defaults otherwise). */

@@ -21,7 +21,7 @@ function valueOf(argv: readonly string[], flag: string): string | undefined {
 function line(run: CliRun, label: string): string {
   return SCALE_OPERATIONS.map((op) => {
     const o = run.operations[op];
-    return `${label} ${op.padEnd(17)} ${o.seconds.toFixed(1).padStart(6)} s  cpu engine ${o.engineCpuSeconds.toFixed(1).padStart(5)} provider ${o.providerCpuSeconds.toFixed(1).padStart(5)}  processes ${o.engineProcesses}/${o.providerProcesses}`;
+    return `${label} ${op.padEnd(17)} ${o.seconds.toFixed(1).padStart(6)} s  cpu engine ${o.engineCpuSeconds.toFixed(1).padStart(5)} provider ${o.providerCpuSeconds.toFixed(1).padStart(5)}  processes ${o.engineProcesses}/${o.providerProcesses}  host ${(o.hostCpuSeconds ?? 0).toFixed(1)} other ${(o.otherChildCpuSeconds ?? 0).toFixed(1)}`;
   }).join("\n");
 }
 
