@@ -19,7 +19,7 @@
 //          nothing else on the server
 // The report (tables, ratios, chart) is bench/scale-report.ts.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
@@ -37,29 +37,17 @@ import { PREVIEW_ENGINE_ENV } from "../provider/automation/internal.js";
 import { commandLine, descendantsOf, isRunning } from "../testkit/kill-tree.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { declareFloor } from "./inline-floors.js";
-import { type ProcessCost, watchPulumiProcesses } from "./peak-memory.js";
+import { timed, type TimedOperation } from "./timed-operation.js";
 import type { FloorKind } from "./inline-floors.js";
 
 /** The operations of the CLI-equivalent part; the floors have no drift of their own (a preview with refresh stands for it). */
 export type ScaleOperation = "up" | "preview-unchanged" | "drift" | "destroy";
 export const SCALE_OPERATIONS: readonly ScaleOperation[] = ["up", "preview-unchanged", "drift", "destroy"];
 export type ScaleKind = "ours" | FloorKind;
+export type { TimedOperation };
+export { timed };
 export const SCALE_KINDS: readonly ScaleKind[] = ["floor", "floor-shaped", "ours"];
 
-export interface TimedOperation {
-  readonly seconds: number;
-  /** Largest VmHWM of any one engine / dynamic-provider process during the operation, bytes. */
-  readonly enginePeakBytes?: number;
-  readonly providerPeakBytes?: number;
-  /** How many engine and provider processes it started (more than one: a sharded run). */
-  readonly engineProcesses: number;
-  readonly providerProcesses: number;
-  readonly engineCpuSeconds: number;
-  readonly providerCpuSeconds: number;
-  /** CPU seconds of this process (the inline programs, the automation library, the emulator's thread) and of every other child (CLI calls but the engine's: stack select, export). */
-  readonly hostCpuSeconds?: number;
-  readonly otherChildCpuSeconds?: number;
-}
 
 export interface CliRun {
   readonly kind: ScaleKind;
@@ -141,16 +129,6 @@ const PASSPHRASE = "bench-scale-passphrase";
 /** Injected latency per API request while the crash trials run: requests are in flight when the kill lands. */
 const CRASH_DELAY_MS = 50;
 
-/** CPU seconds of this process's reaped children (Linux: /proc/self/stat's cutime + cstime; 0 elsewhere). */
-function childrenCpuSeconds(): number {
-  try {
-    const stat = readFileSync("/proc/self/stat", "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[13]) + Number(fields[14])) / 100;
-  } catch {
-    return 0;
-  }
-}
 
 const secondsSince = (startMs: number): number => (performance.now() - startMs) / 1000;
 
@@ -194,40 +172,7 @@ export function freshStack(workRoot: string, label: string, server: ServerThread
   };
 }
 
-function costOf(cost: ProcessCost): Omit<TimedOperation, "seconds"> {
-  return {
-    ...(cost.enginePeakBytes !== undefined ? { enginePeakBytes: cost.enginePeakBytes } : {}),
-    ...(cost.providerPeakBytes !== undefined ? { providerPeakBytes: cost.providerPeakBytes } : {}),
-    engineProcesses: cost.engineProcesses,
-    providerProcesses: cost.providerProcesses,
-    engineCpuSeconds: cost.engineCpuSeconds,
-    providerCpuSeconds: cost.providerCpuSeconds,
-  };
-}
 
-/** Runs `operation`, timing it and watching the processes it starts; `check` says what was wrong with its outcome. */
-export async function timed<T>(operation: () => Promise<T>, check: (result: T) => string | undefined): Promise<TimedOperation> {
-  const watch = watchPulumiProcesses();
-  const start = performance.now();
-  const hostBefore = process.cpuUsage();
-  const childrenBefore = childrenCpuSeconds();
-  let result: T;
-  try {
-    result = await operation();
-  } catch (error) {
-    watch.stop();
-    throw error;
-  }
-  const seconds = secondsSince(start);
-  const cost = watch.stop();
-  const host = process.cpuUsage(hostBefore);
-  const hostCpuSeconds = (host.user + host.system) / 1e6;
-  // Reaped children (every process this run started and waited for), less the engines the watch counted.
-  const otherChildCpuSeconds = Math.max(0, childrenCpuSeconds() - childrenBefore - cost.engineCpuSeconds - cost.providerCpuSeconds);
-  const problem = check(result);
-  if (problem !== undefined) throw new Error(problem);
-  return { seconds, ...costOf(cost), hostCpuSeconds, otherChildCpuSeconds };
-}
 
 /** How ours is run: the shard size, the engine's parallelism, more environment (the profile's knobs; the defaults otherwise). */
 export interface OursTuning {
