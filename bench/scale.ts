@@ -37,26 +37,17 @@ import { PREVIEW_ENGINE_ENV } from "../provider/automation/internal.js";
 import { commandLine, descendantsOf, isRunning } from "../testkit/kill-tree.js";
 import { KEY, type ServerThread, startServerThread } from "./fake-server.js";
 import { declareFloor } from "./inline-floors.js";
-import { type ProcessCost, watchPulumiProcesses } from "./peak-memory.js";
+import { timed, type TimedOperation } from "./timed-operation.js";
 import type { FloorKind } from "./inline-floors.js";
 
 /** The operations of the CLI-equivalent part; the floors have no drift of their own (a preview with refresh stands for it). */
 export type ScaleOperation = "up" | "preview-unchanged" | "drift" | "destroy";
 export const SCALE_OPERATIONS: readonly ScaleOperation[] = ["up", "preview-unchanged", "drift", "destroy"];
 export type ScaleKind = "ours" | FloorKind;
+export type { TimedOperation };
+export { timed };
 export const SCALE_KINDS: readonly ScaleKind[] = ["floor", "floor-shaped", "ours"];
 
-export interface TimedOperation {
-  readonly seconds: number;
-  /** Largest VmHWM of any one engine / dynamic-provider process during the operation, bytes. */
-  readonly enginePeakBytes?: number;
-  readonly providerPeakBytes?: number;
-  /** How many engine and provider processes it started (more than one: a sharded run). */
-  readonly engineProcesses: number;
-  readonly providerProcesses: number;
-  readonly engineCpuSeconds: number;
-  readonly providerCpuSeconds: number;
-}
 
 export interface CliRun {
   readonly kind: ScaleKind;
@@ -138,13 +129,14 @@ const PASSPHRASE = "bench-scale-passphrase";
 /** Injected latency per API request while the crash trials run: requests are in flight when the kill lands. */
 const CRASH_DELAY_MS = 50;
 
+
 const secondsSince = (startMs: number): number => (performance.now() - startMs) / 1000;
 
 export function scaleGroups(prefix: string, n: number): GroupSpec[] {
   return Array.from({ length: n }, (_, i) => ({ name: `Scale ${prefix} ${i}`, userGroupId: `${prefix}-${i}`, mapping: { sales: "warehouse-eu" } }));
 }
 
-async function admin(server: ServerThread, method: "GET" | "POST" | "DELETE", name: string, body?: unknown): Promise<unknown> {
+export async function admin(server: ServerThread, method: "GET" | "POST" | "DELETE", name: string, body?: unknown): Promise<unknown> {
   const res = await fetch(`${server.url}/__admin/${name}`, {
     method,
     ...(method === "POST" ? { body: JSON.stringify(body ?? {}), headers: { "content-type": "application/json" } } : {}),
@@ -153,12 +145,12 @@ async function admin(server: ServerThread, method: "GET" | "POST" | "DELETE", na
   return res.json();
 }
 
-async function serverGroups(server: ServerThread): Promise<Array<{ user_group_id: string; token: string }>> {
+export async function serverGroups(server: ServerThread): Promise<Array<{ user_group_id: string; token: string }>> {
   return ((await admin(server, "GET", "groups")) as { groups: Array<{ user_group_id: string; token: string }> }).groups;
 }
 
 /** A fresh directory with a file backend and a work directory, and the run options of a stack in it. */
-function freshStack(workRoot: string, label: string, server: ServerThread): { dir: string; options: RunOptions } {
+export function freshStack(workRoot: string, label: string, server: ServerThread): { dir: string; options: RunOptions } {
   mkdirSync(workRoot, { recursive: true });
   const dir = mkdtempSync(path.join(workRoot, `${label}-`));
   mkdirSync(path.join(dir, "state"));
@@ -180,37 +172,26 @@ function freshStack(workRoot: string, label: string, server: ServerThread): { di
   };
 }
 
-function costOf(cost: ProcessCost): Omit<TimedOperation, "seconds"> {
-  return {
-    ...(cost.enginePeakBytes !== undefined ? { enginePeakBytes: cost.enginePeakBytes } : {}),
-    ...(cost.providerPeakBytes !== undefined ? { providerPeakBytes: cost.providerPeakBytes } : {}),
-    engineProcesses: cost.engineProcesses,
-    providerProcesses: cost.providerProcesses,
-    engineCpuSeconds: cost.engineCpuSeconds,
-    providerCpuSeconds: cost.providerCpuSeconds,
+
+
+/** How ours is run: the shard size, the engine's parallelism, more environment (the profile's knobs; the defaults otherwise). */
+export interface OursTuning {
+  readonly shardSize?: number;
+  readonly parallel?: number;
+  readonly envVars?: Record<string, string>;
+  /** Leave out the unchanged preview with the engine run for every shard (the profile's runs). */
+  readonly withoutEnginePreview?: boolean;
+}
+
+export async function oursAt(n: number, server: ServerThread, workRoot: string, tuning: OursTuning = {}): Promise<CliRun> {
+  const fresh = freshStack(workRoot, `ours-${n}`, server);
+  const { dir } = fresh;
+  const options: RunOptions = {
+    ...fresh.options,
+    envVars: { ...fresh.options.envVars, ...tuning.envVars },
+    ...(tuning.shardSize !== undefined ? { shardSize: tuning.shardSize } : {}),
+    ...(tuning.parallel !== undefined ? { parallel: tuning.parallel } : {}),
   };
-}
-
-/** Runs `operation`, timing it and watching the processes it starts; `check` says what was wrong with its outcome. */
-async function timed<T>(operation: () => Promise<T>, check: (result: T) => string | undefined): Promise<TimedOperation> {
-  const watch = watchPulumiProcesses();
-  const start = performance.now();
-  let result: T;
-  try {
-    result = await operation();
-  } catch (error) {
-    watch.stop();
-    throw error;
-  }
-  const seconds = secondsSince(start);
-  const cost = watch.stop();
-  const problem = check(result);
-  if (problem !== undefined) throw new Error(problem);
-  return { seconds, ...costOf(cost) };
-}
-
-async function oursAt(n: number, server: ServerThread, workRoot: string): Promise<CliRun> {
-  const { dir, options } = freshStack(workRoot, `ours-${n}`, server);
   const groups = scaleGroups("g", n);
   try {
     await admin(server, "POST", "reset");
@@ -223,7 +204,7 @@ async function oursAt(n: number, server: ServerThread, workRoot: string): Promis
       (r) => (!r.changed && r.summary.same === n ? undefined : `preview of an unchanged ${n} saw ${JSON.stringify(r.summary)}`),
     );
     // The same preview as before the state could answer it: what the engine costs.
-    const previewEngine = await timed(
+    const previewEngine = tuning.withoutEnginePreview ? undefined : await timed(
       () => previewUserGroups({ ...options, envVars: { ...options.envVars, [PREVIEW_ENGINE_ENV]: "always" }, groups }),
       (r) => (!r.changed && r.summary.same === n ? undefined : `engine preview of an unchanged ${n} saw ${JSON.stringify(r.summary)}`),
     );
@@ -237,14 +218,14 @@ async function oursAt(n: number, server: ServerThread, workRoot: string): Promis
     );
     const left = (await serverGroups(server)).length;
     if (left !== 0) throw new Error(`${left} groups left on the server after destroy`);
-    return { kind: "ours", n, operations: { up, "preview-unchanged": previewUnchanged, drift, destroy }, previewEngine };
+    return { kind: "ours", n, operations: { up, "preview-unchanged": previewUnchanged, drift, destroy }, ...(previewEngine ? { previewEngine } : {}) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 /** A floor's stack: an inline program through the Automation API, as ours runs, on its own file backend. */
-async function floorAt(kind: FloorKind, n: number, checkpoints: boolean, server: ServerThread, workRoot: string): Promise<CliRun> {
+export async function floorAt(kind: FloorKind, n: number, checkpoints: boolean, server: ServerThread, workRoot: string): Promise<CliRun> {
   const { dir, options } = freshStack(workRoot, `${kind}-${n}`, server);
   try {
     const stack: Stack = await LocalWorkspace.createOrSelectStack(

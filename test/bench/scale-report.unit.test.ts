@@ -67,6 +67,17 @@ describe("scale report", () => {
     expect(bad.find((line) => line.includes("fleet of 3000"))).toContain("1.75x ✗");
   });
 
+  it("judges every operation at every N against 2x the shaped floor of the same run (issue 44)", () => {
+    // Ours 2 s + 4 ms per group, the shaped floor 2 s + 2 ms: 1.5x at 1,000, 1.91x at 10,000.
+    const good = scaleVerdicts(results(0.004, 5)).filter((line) => line.includes("the shaped floor"));
+    expect(good).toHaveLength(12);
+    expect(good).toContain("- destroy at 10000 groups: 42.0 s, 1.91x the shaped floor's 22.0 s ✓ (goal: at most 2x, 44.0 s)");
+    // 10 ms per group at 10,000: 4.64x.
+    const bad = scaleVerdicts(results(0.01, 5)).filter((line) => line.includes("the shaped floor"));
+    expect(bad.filter((line) => line.includes("✗")).map((line) => line.split(":")[0])).toEqual(["- up at 10000 groups", "- preview, same at 10000 groups", "- drift at 10000 groups", "- destroy at 10000 groups"]);
+    expect(bad.find((line) => line.startsWith("- destroy at 10000 groups"))).toContain("4.64x");
+  });
+
   it("writes every table and a chart with one line per operation", () => {
     const r = results(0.004, 5);
     const markdown = scaleMarkdown(r);

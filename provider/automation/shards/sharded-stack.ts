@@ -9,8 +9,13 @@ import { UserGroupsError } from "../../wire/errors";
 import { countsOf, planAssignments, type ShardDirectory, shardDirectoryFor, shardsOf, shardStackName, validShardSize, assertUserStackName } from "./directory";
 import { PROJECT_NAME } from "../engine";
 
+/** The profile's knob (bench/shard-profile.ts): how many shards run at once, a whole number from 1 to 16. */
+export const SHARD_CONCURRENCY_ENV = "USER_GROUPS_SHARD_CONCURRENCY";
+
 /** How many shards run at once: the engine, its program and provider each take a core's worth. */
-export function shardConcurrency(): number {
+export function shardConcurrency(env: NodeJS.ProcessEnv = process.env): number {
+  const asked = env[SHARD_CONCURRENCY_ENV];
+  if (asked !== undefined && /^\d{1,2}$/.test(asked) && Number(asked) >= 1 && Number(asked) <= 16) return Number(asked);
   return Math.max(1, Math.min(4, availableParallelism()));
 }
 
