@@ -11,10 +11,10 @@ export { declareGroup, noteResolved, programFor, type ResolvedGroup } from "./pr
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions, runOnly } from "./pulumi-cli";
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { secretValuesOf } from "./stack-config";
-export { adoptCreated, markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { adoptCreated, markRun, pendingCreatesOf, pendingOf, proofKeyOf, provenCreated, takeOver, underRunLease } from "./takeover";
 export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { KNOWN_PROVIDER_TEXTS, PREVIEW_ENGINE_ENV, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./state";
 // assertOwnProviderCode: the earlier name of assertStateIsData (it checked `__provider` only), kept for its callers.
 export { assertStateIsData, assertStateIsData as assertOwnProviderCode, checkedState, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state";
-export { exportState, importState, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state";
+export { exportState, importState, knownSecretsKey, stackSecretsKey, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state";

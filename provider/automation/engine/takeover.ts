@@ -16,7 +16,10 @@
 // item 5): an entry is adopted only if the stack's own checkpoint holds a
 // pending create of that very group (our resource type, this stack's URN); any
 // other entry (a record planted, or left by an older release) is refused, said
-// on the run's output, and dropped from the record.
+// on the run's output, and dropped from the record. A fleet's record-first
+// sign-ups (the record's `created` entries, which no pending create proves) are
+// adopted only with a valid proof under the stack's secret (lease/created-proof.ts);
+// an unproven one is refused the same way (run_record_entry_unproven).
 import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
@@ -24,10 +27,24 @@ import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
-import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
+import {
+  acquireRunLease,
+  checkCreatedEntries,
+  createdProofKey,
+  type CreatedEntry,
+  RUN_ID_ENV,
+  type RunLease,
+  type AdoptEntry,
+  classifyLockHolder,
+  HERE,
+  type Here,
+  type LeaseStore,
+  type RunClaim,
+  UnprovenRecordEntryError,
+} from "../lease";
 import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
-import { assertStateIsData, exportState } from "./state";
+import { assertStateIsData, exportState, stackSecretsKey } from "./state";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
 import { engineRun } from "./run-telemetry";
@@ -309,6 +326,8 @@ async function takeOverTraced(
   for (const entry of refused) {
     options.onOutput?.(`Not adopting ${JSON.stringify(entry.resourceName)} listed in the run record of stack ${JSON.stringify(options.stackName)}: ${entry.why} (a record planted, or left by an older run); it is not touched.\n`);
   }
+  // The record's `created` entries (a fleet's sign-ups): only those proven under this stack's secret (lease/created-proof.ts).
+  const created = await provenCreated(options, await proofKeyOf(options.stack, exported, options.stackName), lease.current.created ?? []);
   const adopt = mergeAdopt(kept, ownPending);
   // Written down before anything changes: a takeover interrupted from here on is finished by the next holder (the state keeps the pending creates until step 6).
   await lease.update({ unfinished: [], adopt });
@@ -330,8 +349,7 @@ async function takeOverTraced(
 
   let adopted: string[] = [];
   let notAdopted: string[] = refused.map((entry) => entry.resourceName);
-  // A fleet's record-first sign-ups (the record's `created`): no pending create proves them, the group is on the service already.
-  const created = lease.current.created ?? [];
+  // A fleet's record-first sign-ups (the record's proven `created`): no pending create, their proof says this stack's holder made them.
   if (options.adopt && (adopt.length > 0 || created.length > 0)) {
     const outcome = await adoptGroups(options, adopt, common, created);
     adopted = outcome.adopted;
@@ -391,17 +409,51 @@ async function adoptGroups(
   return { adopted: [...done], notAdopted: [...adopt, ...created].filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
 }
 
+/** The key proving this stack's record entries, from the state's secrets key (undefined: not a passphrase stack). */
+export async function proofKeyOf(stack: Stack, state: unknown, stackName: string): Promise<Buffer | undefined> {
+  const key = await stackSecretsKey(stack, state as Parameters<typeof stackSecretsKey>[1]);
+  return key === undefined ? undefined : createdProofKey(key, stackName);
+}
+
+/**
+ * The record's `created` entries proven under `proofKey`; each other one is
+ * said on the run's output (run_record_entry_unproven) and dropped from the
+ * record, never adopted.
+ */
+export async function provenCreated(
+  options: Pick<TakeoverOptions, "lease" | "stackName" | "onOutput">,
+  proofKey: Buffer | undefined,
+  entries: readonly CreatedEntry[],
+): Promise<CreatedEntry[]> {
+  const { proven, refused } = checkCreatedEntries(proofKey, entries);
+  if (refused.length === 0) return proven;
+  for (const { entry, why } of refused) {
+    const error = new UnprovenRecordEntryError(options.stackName, entry.resourceName, why);
+    options.onOutput?.(`[${error.code}] ${error.message}\n`);
+  }
+  const dropped = new Set(refused.map(({ entry }) => entry));
+  const droppedProofs = new Set(refused.map(({ entry }) => `${entry.resourceName}\u0000${entry.proof ?? ""}`));
+  await options.lease.updateWith((record) => ({
+    created: (record.created ?? []).filter((entry) => !dropped.has(entry) && !droppedProofs.has(`${entry.resourceName}\u0000${entry.proof ?? ""}`)),
+  }));
+  return proven;
+}
+
 /**
  * Adopts a fleet's record-first sign-ups (the record's `created` entries) into
  * the state under the lease the caller holds: one targeted `up` declaring each
- * with adoptExisting; the adopted entries leave the record. Answers which.
+ * with adoptExisting; the adopted entries leave the record. Only entries proven
+ * under `proofKey` are adopted (the others are refused: provenCreated). Answers which.
  */
-export function adoptCreated(
-  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel">,
-  created: readonly AdoptEntry[],
+export async function adoptCreated(
+  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel"> & { readonly proofKey: Buffer | undefined },
+  created: readonly CreatedEntry[],
 ): Promise<{ adopted: string[]; notAdopted: string[] }> {
   const common = { ...(options.onOutput ? { onOutput: options.onOutput } : {}), ...(options.parallel !== undefined ? { parallel: options.parallel } : {}), signal: options.lease.signal };
-  return adoptGroups({ ...options, backendUrl: "", adopt: true }, [], common, created);
+  const proven = await provenCreated(options, options.proofKey, created);
+  const outcome = await adoptGroups({ ...options, backendUrl: "", adopt: true }, [], common, proven);
+  const refused = created.filter((entry) => !proven.includes(entry)).map((entry) => entry.resourceName);
+  return { adopted: outcome.adopted, notAdopted: [...outcome.notAdopted, ...refused] };
 }
 
 /** How long a run that lost its lease gives its engine to stop on the Automation API's SIGINT before its processes are killed. */

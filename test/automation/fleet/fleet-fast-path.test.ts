@@ -92,6 +92,8 @@ describe("record-first sign-ups", () => {
     expect(record?.created?.map((entry) => entry.resourceName)).toEqual(["default.acme"]);
     expect(record?.created?.[0]?.inputs).toEqual({ name: "Acme", userGroupId: "acme", properties: { plan: "team" } });
     expect(JSON.stringify(record)).not.toContain(got.token);
+    // Proven under the stack's secret (lease/created-proof.ts): a takeover adopts nothing else.
+    expect(record?.created?.[0]?.proof).toMatch(/^v1:[A-Za-z0-9_-]{43}$/);
     // Not in the state yet; list() shows it at once, token included; a repeated ensure is answered with no request.
     expect(await stateGroups("fast-a")).toEqual([]);
     expect((await fleet.list()).map((g) => [g.userGroupId, g.token])).toEqual([["acme", got.token]]);

@@ -5,7 +5,8 @@
 // the record written through the lease (a lease no longer ours refuses it), the
 // create sent with the provider's own client (service-client.ts: rate budget,
 // the run's fence), and the adopting run (engine/takeover.ts adoptCreated).
-import { adoptCreated, assertStateIsData, exportState, underRunLease, withLockWait } from "../../engine";
+import { adoptCreated, assertStateIsData, exportState, knownSecretsKey, proofKeyOf, underRunLease, withLockWait } from "../../engine";
+import { createdProofKey, provenEntry } from "../../lease";
 import { normalizeInputs } from "../../../logic/inputs";
 import { createUserGroup } from "../../../logic/operations";
 import { ShardClaims } from "../../shards";
@@ -43,10 +44,16 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
           },
           async (_signal, lease) => {
             if (lease === undefined) return NO_RUN_LEASE;
+            // The key that proves the record's entries (lease/created-proof.ts): known from a state read of this process, else read
+            // once. A stack without one (not the passphrase secrets manager, or a new stack no run has written yet) goes the slow path.
+            const known = knownSecretsKey(opened.stack);
+            const proofKey = known !== undefined ? createdProofKey(known, stackName) : await proofKeyOf(opened.stack, await exportState(opened.stack), stackName);
+            if (proofKey === undefined) return NO_RUN_LEASE;
             const claims = new ShardClaims(directory, stackName, shard);
             const clients = new LeaseClients(options, lease.store.fenceEnv?.(lease.current));
             const held: HeldShard = {
               epoch: lease.epoch,
+              prove: (entry) => provenEntry(proofKey, entry),
               claim: (names) => claims.claimTargets(names),
               record: async (change) => {
                 await lease.updateWith((record) => ({ created: change(record.created ?? []) }));
@@ -64,6 +71,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
                     lease,
                     stack: opened.stack,
                     stackName,
+                    proofKey,
                     outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
                     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
                     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),

@@ -21,6 +21,8 @@ import { type GroupOutputs, holdsAsAsked, resultOf } from "../requests";
 export interface HeldShard {
   /** The lease's epoch (PostgreSQL), undefined where leases have none. */
   readonly epoch: number | undefined;
+  /** The entry with its proof under the stack's secret (lease/created-proof.ts): only entries this holder makes are proven. */
+  prove(entry: CreatedEntry): CreatedEntry;
   /** Claims the groups for this shard in the directory; answers those a concurrent run put in another shard (not to be created here). */
   claim(names: readonly string[]): Promise<ReadonlyMap<string, number>>;
   /** Rewrites the record's created entries (as they are once the writes before are done); throws once the lease is no longer ours. */
@@ -233,7 +235,7 @@ export class SignUps {
       return other === undefined;
     });
     // One request per group (a batch asks each group once; a second ask of one in flight waits for the slow path).
-    const entries = here.map((request) => createdEntryOf(request.resourceName, request.spec, held.epoch));
+    const entries = here.map((request) => held.prove(createdEntryOf(request.resourceName, request.spec, held.epoch)));
     const names = new Set(entries.map((entry) => entry.resourceName));
     try {
       // Durable before any request goes out: a crash from here on is adopted by the next holder.
