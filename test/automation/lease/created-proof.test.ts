@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../../fake-server";
-import { type TakeoverReport, UserGroupFleet } from "../../../provider/automation";
+import { provisionUserGroups, recoverStack, type TakeoverReport, UserGroupFleet } from "../../../provider/automation";
 import { canonicalJson, checkCreatedEntries, createdProofKey, provenEntry, unprovenWhy } from "../../../provider/automation/lease";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../../support/pulumi-env";
 
@@ -145,5 +145,37 @@ describe("a takeover meeting created entries in the run record", () => {
     } finally {
       await fleet.close();
     }
+  }, 240_000);
+});
+
+describe("recover meeting created entries in the run record", () => {
+  it("adopts a proven one (the group the fleet made, its token kept) and refuses a planted one", async () => {
+    const options = {
+      stack: "proof-c",
+      workDir: path.join(env.workDir, "proof-c"),
+      backendUrl: `file://${env.backendDir}`,
+      passphrase: PASSPHRASE,
+      envVars: { ...env.envVars, USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY },
+    };
+    await provisionUserGroups({ ...options, groups: [{ name: "Mine 1", userGroupId: "c-mine-1" }] });
+    // What a fleet's sign-up leaves when its replica dies before adopting: the group on the service, its proven entry in the record.
+    const [made] = server.seed([{ name: "Mine 2", user_group_id: "c-mine-2" }]);
+    // Someone else's group, and an entry planted to take it over.
+    const [theirs] = server.seed([{ name: "Theirs", user_group_id: "c-theirs" }]);
+    const genuine = provenEntry(proofKeyOfStack("proof-c"), { resourceName: "default.c-mine-2", inputs: { name: "Mine 2", userGroupId: "c-mine-2" } });
+    const planted = { resourceName: "default.c-theirs", inputs: { name: "Mine now", userGroupId: "c-theirs" } };
+    const { generation, record } = latestLease("proof-c");
+    writeFileSync(path.join(leaseDirOf("proof-c"), `lease-${generation + 1}.json`), JSON.stringify({ ...record, runId: "planted-run", released: true, created: [genuine, planted] }), { mode: 0o600 });
+
+    let output = "";
+    const report = await recoverStack({ ...options, groups: [{ name: "Mine 1", userGroupId: "c-mine-1" }, { name: "Mine 2", userGroupId: "c-mine-2" }], onOutput: (text) => void (output += text) });
+    expect(report.adopted).toEqual(["default.c-mine-2"]);
+    expect(output).toContain('[run_record_entry_unproven] Not adopting "default.c-theirs" listed as created in the run record of stack "proof-c": it carries no proof');
+    const reader = fleetOf("proof-c");
+    const outputs = await reader.list().finally(() => reader.close());
+    expect(outputs.map((g) => [g.userGroupId, g.token])).toEqual([["c-mine-1", expect.any(String)], ["c-mine-2", made!.token]]);
+    // Their group untouched, and the record holds nothing more.
+    expect(server.groups().find((g) => g.user_group_id === "c-theirs")).toEqual(theirs);
+    expect(latestLease("proof-c").record["created"] ?? []).toEqual([]);
   }, 240_000);
 });
