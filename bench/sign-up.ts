@@ -14,7 +14,7 @@ import { loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { startFakeServer } from "../fake-server/index.js";
-import { fastPathFleet, provisionUserGroups, type RunOptions, UserGroupFleet } from "../provider/automation/internal.js";
+import { fastPathFleet, provisionUserGroups, type RunOptions, slowPathFleet } from "../provider/automation/internal.js";
 import { median, percentile } from "./stats.js";
 
 const KEY = "bench-sign-up-key-00000000000";
@@ -85,7 +85,7 @@ async function measure(n: number, reps: number, slowReps: number, burst: number,
       console.error(`N=${n} burst of ${burst}: wall ${wall.toFixed(2)} s, p50 ${burstResult.p50.toFixed(2)}, p95 ${burstResult.p95.toFixed(2)}, state caught up ${burstResult.caughtUp.toFixed(2)} s`);
     }
     await fast.close();
-    const slow = new UserGroupFleet({ ...options, workDir: path.join(workDir, "slow"), lockTimeoutMs: 120_000 });
+    const slow = slowPathFleet({ ...options, workDir: path.join(workDir, "slow"), lockTimeoutMs: 120_000 });
     await slow.list();
     const slowSeconds: number[] = [];
     for (let rep = 0; rep < slowReps; rep++) {

@@ -11,5 +11,5 @@ export { inSpan, LeaseWait } from "./telemetry";
 export { assertDeletionsAllowed, CONTROLS, groupsFileJsonSchema, nameOfUrn } from "./model";
 /** @internal a zod schema: left out of the declarations. */
 export { groupsDocumentSchema } from "./model";
-/** @internal Record-first sign-ups (fleet/sign-ups.ts): not the default, no public option; the benches and tests make such a fleet. */
-export { fastPathFleet } from "./fleet";
+/** @internal Record-first sign-ups (fleet/sign-ups.ts, the fleet's default), and the engine-run path for comparison (the benches). */
+export { fastPathFleet, slowPathFleet } from "./fleet";

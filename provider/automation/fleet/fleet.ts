@@ -56,12 +56,15 @@ export class UserGroupFleet {
   constructor(options: FleetOptions);
   /** @internal `runner`: the seam a unit test runs the fleet through without an engine (shard-runner.ts). */
   constructor(options: FleetOptions, runner: ShardRunner | undefined);
-  /** @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, a function: around the real one); see fastPathFleet. */
-  constructor(options: FleetOptions, runner: ShardRunner | undefined, signUps: SignUpSeam | "engine" | ((engine: SignUpSeam) => SignUpSeam));
+  /**
+   * @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, the default without a test's
+   * runner; a function: around the real one; "none": every ensure by an engine run, as before issue #44: slowPathFleet).
+   */
+  constructor(options: FleetOptions, runner: ShardRunner | undefined, signUps: SignUpSeam | "engine" | "none" | ((engine: SignUpSeam) => SignUpSeam));
   constructor(
     private readonly options: FleetOptions,
     runner?: ShardRunner,
-    signUps?: SignUpSeam | "engine" | ((engine: SignUpSeam) => SignUpSeam),
+    signUps?: SignUpSeam | "engine" | "none" | ((engine: SignUpSeam) => SignUpSeam),
   ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
     this.batchWindowMs = options.batchWindowMs ?? 25;
@@ -70,7 +73,10 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
-    if (signUps === undefined) this.signUps = undefined;
+    // The record-first sign-up is the default (issue #44): a new group's ensure answered before its engine run. A test's
+    // in-memory runner (no engine) has no lease to take: its fleet keeps the engine-run path unless it gives a seam too.
+    signUps ??= runner === undefined ? "engine" : "none";
+    if (signUps === "none") this.signUps = undefined;
     else if (signUps === "engine" || typeof signUps === "function") {
       const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
       this.signUps = new SignUps(signUps === "engine" ? engine : signUps(engine));
@@ -253,9 +259,20 @@ export class UserGroupFleet {
 
 /**
  * @internal A fleet that answers a new group's ensure before its engine run
- * (record-first sign-ups, docs/fleet-replicas.md): not the default yet, and no
- * public option (the benches and tests make one here).
+ * (record-first sign-ups, docs/fleet-replicas.md): what `new UserGroupFleet`
+ * makes by default now; kept for the benches and tests that name it.
  */
 export function fastPathFleet(options: FleetOptions): UserGroupFleet {
   return new UserGroupFleet(options, undefined, "engine");
+}
+
+/**
+ * @internal A fleet whose every ensure is an engine run (the path before issue
+ * #44, and the fallback of a sign-up the record-first path cannot serve): the
+ * bench's "today's ensure" for comparison. All replicas of one stack should take
+ * the same path: a sign-up's lease excludes this path's runs, so mixing them is
+ * safe, but list() on this one does not show another replica's answered groups.
+ */
+export function slowPathFleet(options: FleetOptions): UserGroupFleet {
+  return new UserGroupFleet(options, undefined, "none");
 }

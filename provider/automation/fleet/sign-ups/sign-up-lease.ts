@@ -21,6 +21,8 @@ export const NO_RUN_LEASE: unique symbol = Symbol("no run lease");
 
 /** The real seam: the shard's lease, record, client and adopting run. */
 export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, shards: FleetShards): SignUpSeam {
+  /** Shards whose state names a secrets manager other than the passphrase one: no key proves their entries, never asked again. */
+  const keyless = new Set<number>();
   return {
     underLease: async (shard, body) => {
       const stackName = shards.stackNameOf(shard);
@@ -29,7 +31,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
       let failed: { error: unknown } | undefined;
       const value = await withLockWait({ ...options, stack: stackName, lockTimeoutMs }, async () => {
         const opened = await shards.open(shard);
-        if (opened.store === undefined) return NO_RUN_LEASE;
+        if (opened.store === undefined || keyless.has(shard)) return NO_RUN_LEASE;
         return underRunLease(
           {
             stack: opened.stack,
@@ -47,7 +49,13 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
             // The key that proves the record's entries (lease/created-proof.ts): known from a state read of this process, else read
             // once. A stack without one (not the passphrase secrets manager, or a new stack no run has written yet) goes the slow path.
             const known = knownSecretsKey(opened.stack);
-            const proofKey = known !== undefined ? createdProofKey(known, stackName) : await proofKeyOf(opened.stack, await exportState(opened.stack), stackName);
+            let proofKey = known !== undefined ? createdProofKey(known, stackName) : undefined;
+            if (proofKey === undefined) {
+              const state = await exportState(opened.stack);
+              proofKey = await proofKeyOf(opened.stack, state, stackName);
+              const manager = (state.deployment as { secrets_providers?: { type?: unknown } } | undefined)?.secrets_providers?.type;
+              if (proofKey === undefined && typeof manager === "string" && manager !== "passphrase") keyless.add(shard);
+            }
             if (proofKey === undefined) return NO_RUN_LEASE;
             const claims = new ShardClaims(directory, stackName, shard);
             const clients = new LeaseClients(options, lease.store.fenceEnv?.(lease.current));
