@@ -47,7 +47,7 @@ export interface AdoptEntry {
 /**
  * A group a fleet created on the service itself, under the lease, and answered
  * before any engine run adopted it into the state (the record-first sign-up,
- * automation/fleet/sign-up-session.ts): to be adopted from these inputs. Never
+ * automation/fleet/sign-ups/): to be adopted from these inputs. Never
  * its token: the state is the only place a token is kept.
  */
 export interface CreatedEntry {

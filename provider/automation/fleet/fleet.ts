@@ -50,7 +50,7 @@ export class UserGroupFleet {
   private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
-  /** @internal The record-first sign-ups (sign-ups.ts), when this fleet was made with them (fastPathFleet). */
+  /** @internal The record-first sign-ups (sign-ups.ts), the default (none: slowPathFleet, or a test's in-memory runner). */
   readonly signUps: SignUps | undefined;
 
   constructor(options: FleetOptions);
