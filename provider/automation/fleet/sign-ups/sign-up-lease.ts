@@ -10,6 +10,7 @@ import { createdProofKey, provenEntry } from "../../lease";
 import { normalizeInputs } from "../../../logic/inputs";
 import { createUserGroup } from "../../../logic/operations";
 import { ShardClaims } from "../../shards";
+import { StackLockedError } from "../../backend";
 import type { RunOptions } from "../../model";
 import { FLEET_MARKER_OUTPUT } from "../fleet-stack";
 import type { FleetShards } from "../fleet-shards";
@@ -46,6 +47,9 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
           },
           async (_signal, lease) => {
             if (lease === undefined) return NO_RUN_LEASE;
+            // F4: a Pulumi lock the takeover left (a live run's, or one of another host not proven dead) is waited for as a
+            // run waits for it (the lock wait tries again, then StackLockTimeoutError): no request goes out meanwhile.
+            if ((await lease.store.pulumiLocks()).length > 0) throw new StackLockedError(stackName);
             // The key that proves the record's entries (lease/created-proof.ts): known from a state read of this process, else read
             // once. A stack without one (not the passphrase secrets manager, or a new stack no run has written yet) goes the slow path.
             const known = knownSecretsKey(opened.stack);

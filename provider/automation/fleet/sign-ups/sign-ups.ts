@@ -168,6 +168,7 @@ export class SignUps {
       // One process holds a shard's lease once: a new session waits for the last one's release (no backoff of the lock wait).
       if (after) await after;
       let ran = false;
+      let timedOut: unknown;
       try {
         await this.seam.underLease(shard, async (held) => {
           ran = true;
@@ -201,15 +202,20 @@ export class SignUps {
           }
           session.ending = true;
         });
-      } catch {
-        // The lease could not be taken in time, or was lost: what waits here goes the slow path, which says so in its own words
-        // (StackLockTimeoutError, RunLeaseLostError) or serves it.
+      } catch (error) {
+        // The lease was lost, or could not be taken: what waits here goes the slow path, which says so in its own words
+        // (RunLeaseLostError) or serves it; but the stack stayed locked for the whole lock timeout, what waits here is told so
+        // now (StackLockTimeoutError), not made to wait a second time on the slow path.
         ran = false;
+        if ((error as { code?: unknown } | null)?.code === "stack_lock_timeout") timedOut = error;
       }
       if (!ran || session.queue.length > 0) {
         // No lease (a backend without one, or not taken): the slow path serves what waits here.
         session.ending = true;
-        for (const request of session.queue.splice(0)) request.fallBack();
+        for (const request of session.queue.splice(0)) {
+          if (timedOut !== undefined) request.settle({ ok: false, error: timedOut });
+          else request.fallBack();
+        }
       }
     };
     const done = run().finally(() => {
