@@ -221,6 +221,8 @@ export interface TakeoverOptions {
   readonly onOutput?: (text: string) => void;
   readonly parallel?: number;
   readonly quiet?: QuietOptions;
+  /** The shard this stack is (its engine runs' spans say so), if it is one. */
+  readonly shard?: number;
 }
 
 /**
@@ -392,6 +394,7 @@ async function adoptGroups(
         },
         ...common,
       }),
+      options.shard,
     ).catch((error: unknown) => {
         // A group that failed is kept for the next run; a run that failed as a whole fails this one.
         if (failed.size === 0) throw error;
@@ -446,7 +449,7 @@ export async function provenCreated(
  * under `proofKey` are adopted (the others are refused: provenCreated). Answers which.
  */
 export async function adoptCreated(
-  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel"> & { readonly proofKey: Buffer | undefined },
+  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel" | "shard"> & { readonly proofKey: Buffer | undefined },
   created: readonly CreatedEntry[],
 ): Promise<{ adopted: string[]; notAdopted: string[] }> {
   const common = { ...(options.onOutput ? { onOutput: options.onOutput } : {}), ...(options.parallel !== undefined ? { parallel: options.parallel } : {}), signal: options.lease.signal };

@@ -83,6 +83,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
                     lease,
                     stack: opened.stack,
                     stackName,
+                    shard,
                     proofKey,
                     outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
                     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
