@@ -19,7 +19,7 @@ import { FleetShards } from "./fleet-shards";
 import { Answers } from "./answers";
 import { type BatchHost, runShardBatch } from "./shard-batch";
 import { engineShardRunner, type ShardRunner } from "./shard-runner";
-import { engineSignUpSeam, type SignUpSeam, SignUps } from "./sign-ups";
+import { engineSignUpSeam, peekRecord, recordedElsewhere, type SignUpSeam, SignUps } from "./sign-ups";
 
 export type { FleetGroup } from "./fleet-state";
 
@@ -128,15 +128,22 @@ export class UserGroupFleet {
       // Every shard that may hold a group (the directory's, and any whose stack the backend holds): the states say what is held.
       const sharded = await this.fleetShards.sharded();
       const known = await sharded.directory.read();
+      const answeredHere = this.signUps?.listed() ?? [];
+      const here = new Set(answeredHere.map((group) => group.resourceName));
       const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
-        const groups = groupsInState(await readStateWithSecrets((await this.fleetShards.selected(shard)).stack));
+        const opened = await this.fleetShards.open(shard);
+        const record = this.signUps ? await peekRecord(opened.store) : undefined;
+        const groups = groupsInState(await readStateWithSecrets(opened.stack));
         // A group a state holds without an entry (a directory an older version left out of step) gets one (shards/directory-rule.ts).
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
-        return groups;
+        // Groups another replica answered and has not adopted yet (its record's proven created entries): seen at once.
+        const inState = new Set([...groups.map((group) => group.resourceName), ...here]);
+        const elsewhere = await recordedElsewhere(this.options, { stack: opened.stack, stackName: this.fleetShards.stackNameOf(shard) }, record, inState);
+        return [...groups, ...elsewhere];
       });
       // Groups this fleet answered and has not adopted yet (record-first sign-ups): seen at once.
       const inStates = new Set(held.flat().map((group) => group.resourceName));
-      const answered = (this.signUps?.listed() ?? []).filter((group) => !inStates.has(group.resourceName));
+      const answered = answeredHere.filter((group) => !inStates.has(group.resourceName));
       return [...held.flat(), ...answered].sort((a, b) => (a.resourceName < b.resourceName ? -1 : a.resourceName > b.resourceName ? 1 : 0));
     } catch (error) {
       // In our vocabulary, as every other call's errors: a state read the backend refused is backend_unreachable, not Pulumi's bare "code: -2".

@@ -97,6 +97,10 @@ describe("record-first sign-ups", () => {
     // Not in the state yet; list() shows it at once, token included; a repeated ensure is answered with no request.
     expect(await stateGroups("fast-a")).toEqual([]);
     expect((await fleet.list()).map((g) => [g.userGroupId, g.token])).toEqual([["acme", got.token]]);
+    // Another replica sees it at once too (issue #44 item 4): the record's proven entry, its token read back from the service.
+    const other = new UserGroupFleet(runOptions("fast-a", { workDir: path.join(env.workDir, "fast-a-other"), lockTimeoutMs: 120_000 }));
+    fleets.push(other);
+    expect((await other.list()).map((g) => [g.userGroupId, g.name, g.token, g.apiEnvironmentTag])).toEqual([["acme", "Acme", got.token, "Customer"]]);
     const requests = server.journal().length;
     expect(await fleet.ensure(spec)).toMatchObject({ change: "same", token: got.token });
     expect(server.journal().length).toBe(requests);

@@ -99,6 +99,11 @@ export class SignUps {
     return got && holdsAsAsked(fleetGroupOf(resourceName, got), spec) ? resultOf(spec, "same", got.outputs) : undefined;
   }
 
+  /** The slow path runs these groups under the lease (its state read there is the truth): no answer from memory for them. */
+  forget(names: Iterable<string>): void {
+    for (const name of names) this.answered.delete(name);
+  }
+
   /** Is the group answered here and not yet in the state? */
   pending(resourceName: string): boolean {
     return this.answered.has(resourceName);
@@ -272,20 +277,26 @@ export class SignUps {
 
   /** One adopting run of what the record holds of these groups; the adopted ones are answered by the state from then on. */
   private async adopt(held: HeldShard, names: ReadonlySet<string>, inFlight: Set<string>): Promise<void> {
-    let recorded: readonly CreatedEntry[] = [];
-    await held.record((created) => {
-      recorded = created;
-      return [...created];
-    });
-    const plan = adoptionPlan(recorded, inFlight).filter((entry) => names.has(entry.resourceName));
-    if (plan.length === 0) return;
-    for (const entry of plan) inFlight.add(entry.resourceName);
-    this.adoptingRuns += 1;
     try {
-      const adopted = await held.adopt(plan);
-      for (const name of adopted) this.answered.delete(name);
+      let recorded: readonly CreatedEntry[] = [];
+      await held.record((created) => {
+        recorded = created;
+        return [...created];
+      });
+      const plan = adoptionPlan(recorded, inFlight).filter((entry) => names.has(entry.resourceName));
+      if (plan.length === 0) return;
+      for (const entry of plan) inFlight.add(entry.resourceName);
+      this.adoptingRuns += 1;
+      try {
+        await held.adopt(plan);
+      } finally {
+        for (const entry of plan) inFlight.delete(entry.resourceName);
+      }
     } finally {
-      for (const entry of plan) inFlight.delete(entry.resourceName);
+      // Adopted: the state answers them now. Not adopted (the run failed, the lease was lost): the record keeps them for
+      // the next holder's takeover, and this replica no longer answers them from memory (a later call reads the state
+      // under the lease, after that takeover; a remove elsewhere meanwhile cannot leave a stale answer here).
+      for (const name of names) this.answered.delete(name);
     }
   }
 }
