@@ -11,7 +11,8 @@ export { declareGroup, noteResolved, programFor, type ResolvedGroup } from "./pr
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions, runOnly } from "./pulumi-cli";
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { secretValuesOf } from "./stack-config";
-export { adoptCreated, markRun, pendingCreatesOf, pendingOf, proofKeyOf, provenCreated, takeOver, underRunLease } from "./takeover";
+export { adoptCreated, markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { proofKeyOf, provenCreated } from "./created-entries";
 export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { KNOWN_PROVIDER_TEXTS, PREVIEW_ENGINE_ENV, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./state";

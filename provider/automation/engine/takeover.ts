@@ -27,24 +27,11 @@ import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
-import {
-  acquireRunLease,
-  checkCreatedEntries,
-  createdProofKey,
-  type CreatedEntry,
-  RUN_ID_ENV,
-  type RunLease,
-  type AdoptEntry,
-  classifyLockHolder,
-  HERE,
-  type Here,
-  type LeaseStore,
-  type RunClaim,
-  UnprovenRecordEntryError,
-} from "../lease";
+import { acquireRunLease, type CreatedEntry, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
-import { assertStateIsData, exportState, stackSecretsKey } from "./state";
+import { assertStateIsData, exportState } from "./state";
+import { proofKeyOf, provenCreated } from "./created-entries";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
 import { engineRun } from "./run-telemetry";
@@ -410,36 +397,6 @@ async function adoptGroups(
     created: (record.created ?? []).filter((entry) => !createdDone.has(entry.resourceName)),
   }));
   return { adopted: [...done], notAdopted: [...adopt, ...created].filter((entry) => !done.has(entry.resourceName)).map((entry) => entry.resourceName) };
-}
-
-/** The key proving this stack's record entries, from the state's secrets key (undefined: not a passphrase stack). */
-export async function proofKeyOf(stack: Stack, state: unknown, stackName: string): Promise<Buffer | undefined> {
-  const key = await stackSecretsKey(stack, state as Parameters<typeof stackSecretsKey>[1]);
-  return key === undefined ? undefined : createdProofKey(key, stackName);
-}
-
-/**
- * The record's `created` entries proven under `proofKey`; each other one is
- * said on the run's output (run_record_entry_unproven) and dropped from the
- * record, never adopted.
- */
-export async function provenCreated(
-  options: Pick<TakeoverOptions, "lease" | "stackName" | "onOutput">,
-  proofKey: Buffer | undefined,
-  entries: readonly CreatedEntry[],
-): Promise<CreatedEntry[]> {
-  const { proven, refused } = checkCreatedEntries(proofKey, entries);
-  if (refused.length === 0) return proven;
-  for (const { entry, why } of refused) {
-    const error = new UnprovenRecordEntryError(options.stackName, entry.resourceName, why);
-    options.onOutput?.(`[${error.code}] ${error.message}\n`);
-  }
-  const dropped = new Set(refused.map(({ entry }) => entry));
-  const droppedProofs = new Set(refused.map(({ entry }) => `${entry.resourceName}\u0000${entry.proof ?? ""}`));
-  await options.lease.updateWith((record) => ({
-    created: (record.created ?? []).filter((entry) => !dropped.has(entry) && !droppedProofs.has(`${entry.resourceName}\u0000${entry.proof ?? ""}`)),
-  }));
-  return proven;
 }
 
 /**
