@@ -50,15 +50,15 @@ export class UserGroupFleet {
   private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
-  /** @internal The record-first sign-ups (sign-ups.ts), the default (none: slowPathFleet, or a test's in-memory runner). */
+  /** @internal The record-first sign-ups (sign-ups.ts), when this fleet was made with them (fastPathFleet). */
   readonly signUps: SignUps | undefined;
 
   constructor(options: FleetOptions);
   /** @internal `runner`: the seam a unit test runs the fleet through without an engine (shard-runner.ts). */
   constructor(options: FleetOptions, runner: ShardRunner | undefined);
   /**
-   * @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, the default without a test's
-   * runner; a function: around the real one; "none": every ensure by an engine run, as before issue #44: slowPathFleet).
+   * @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, fastPathFleet; a function: around
+   * the real one; "none", the default: every ensure by an engine run, slowPathFleet).
    */
   constructor(options: FleetOptions, runner: ShardRunner | undefined, signUps: SignUpSeam | "engine" | "none" | ((engine: SignUpSeam) => SignUpSeam));
   constructor(
@@ -73,9 +73,9 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
-    // The record-first sign-up is the default (issue #44): a new group's ensure answered before its engine run. A test's
-    // in-memory runner (no engine) has no lease to take: its fleet keeps the engine-run path unless it gives a seam too.
-    signUps ??= runner === undefined ? "engine" : "none";
+    // The record-first sign-up (issue #44) is not the default yet: PostgreSQL's fault history (pause, black hole, partitions,
+    // restart) found a list() that missed a group another replica had answered (docs/fleet-replicas.md, "Not yet").
+    signUps ??= "none";
     if (signUps === "none") this.signUps = undefined;
     else if (signUps === "engine" || typeof signUps === "function") {
       const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
@@ -132,7 +132,8 @@ export class UserGroupFleet {
       const here = new Set(answeredHere.map((group) => group.resourceName));
       const held = await eachLimited(await sharded.allShards(), shardConcurrency(), async (shard) => {
         const opened = await this.fleetShards.open(shard);
-        const record = this.signUps ? await peekRecord(opened.store) : undefined;
+        // Read on every fleet (a replica on the engine-run path sees a record-first replica's groups too).
+        const record = await peekRecord(opened.store);
         const groups = groupsInState(await readStateWithSecrets(opened.stack));
         // A group a state holds without an entry (a directory an older version left out of step) gets one (shards/directory-rule.ts).
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
@@ -266,17 +267,17 @@ export class UserGroupFleet {
 
 /**
  * @internal A fleet that answers a new group's ensure before its engine run
- * (record-first sign-ups, docs/fleet-replicas.md): what `new UserGroupFleet`
- * makes by default now; kept for the benches and tests that name it.
+ * (record-first sign-ups, docs/fleet-replicas.md): not the default yet, and no
+ * public option (the benches and tests make one here).
  */
 export function fastPathFleet(options: FleetOptions): UserGroupFleet {
   return new UserGroupFleet(options, undefined, "engine");
 }
 
 /**
- * @internal A fleet whose every ensure is an engine run (the path before issue
- * #44, and the fallback of a sign-up the record-first path cannot serve): the
- * bench's "today's ensure" for comparison. All replicas of one stack should take
+ * @internal A fleet whose every ensure is an engine run (the default, and the
+ * fallback of a sign-up the record-first path cannot serve): the bench's
+ * "today's ensure" for comparison. All replicas of one stack should take
  * the same path: a sign-up's lease excludes this path's runs, so mixing them is
  * safe, but list() on this one does not show another replica's answered groups.
  */

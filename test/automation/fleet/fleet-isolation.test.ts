@@ -168,8 +168,8 @@ describe("UserGroupFleet: one poisoned spec in a batch of good ones", () => {
   const { server, env, runOptions } = useStackFixture({ label: "isolation", apiKeys: ["isolation-customer-key-01"], passphrase: "isolation-test" });
 
   it("gives every good caller its group and only the poisoned caller an error naming no one else", async () => {
-    // The engine-run path's isolation (the record-first path, the default, sends a new group's create itself and never runs
-    // the program for it before answering; its adopting run's failure leaves the entries to the next holder): slowPathFleet.
+    // The engine-run path's isolation (the record-first path sends a new group's create itself and never runs the program
+    // for it before answering; its adopting run's failure leaves the entries to the next holder): slowPathFleet.
     const fleet = slowPathFleet(runOptions("isolation", { workDir: path.join(env.workDir, "fleet"), batchWindowMs: 200 }));
     const good = ["good-tenant-1", "good-tenant-2", "good-tenant-3", "good-tenant-4", "good-tenant-5"];
     try {
