@@ -7,15 +7,21 @@
 //   a burst of `--burst` concurrent sign-ups on one replica: wall, p50, p95, the
 //   state caught up.
 //
-//   npm run bench:sign-up -- [--n 100,1000] [--reps 9] [--slow-reps 2] [--burst 50]
+//   a burst of `--burst` sign-ups spread over `--replicas` fleets (3) on one
+//   PostgreSQL backend (`--pg-n` groups, 100; 0 leaves it out): each replica warm
+//   and measured alone first (one sign-up), then the burst, each call's latency
+//   against one sign-up's median.
+//
+//   npm run bench:sign-up -- [--n 100,1000] [--reps 9] [--slow-reps 2] [--burst 50] [--replicas 3] [--pg-n 100]
 // Prints a Markdown table (docs/bench/fleet.md, "Record-first sign-ups") and the load average.
 import { mkdirSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { startFakeServer } from "../fake-server/index.js";
-import { fastPathFleet, provisionUserGroups, type RunOptions, UserGroupFleet } from "../provider/automation/internal.js";
+import { fastPathFleet, provisionUserGroups, type RunOptions, slowPathFleet } from "../provider/automation/internal.js";
 import { median, percentile } from "./stats.js";
+import { startPostgres } from "../testkit/postgres.js";
 
 const KEY = "bench-sign-up-key-00000000000";
 const seconds = (startMs: number) => (performance.now() - startMs) / 1000;
@@ -85,7 +91,7 @@ async function measure(n: number, reps: number, slowReps: number, burst: number,
       console.error(`N=${n} burst of ${burst}: wall ${wall.toFixed(2)} s, p50 ${burstResult.p50.toFixed(2)}, p95 ${burstResult.p95.toFixed(2)}, state caught up ${burstResult.caughtUp.toFixed(2)} s`);
     }
     await fast.close();
-    const slow = new UserGroupFleet({ ...options, workDir: path.join(workDir, "slow"), lockTimeoutMs: 120_000 });
+    const slow = slowPathFleet({ ...options, workDir: path.join(workDir, "slow"), lockTimeoutMs: 120_000 });
     await slow.list();
     const slowSeconds: number[] = [];
     for (let rep = 0; rep < slowReps; rep++) {
@@ -101,15 +107,82 @@ async function measure(n: number, reps: number, slowReps: number, burst: number,
   }
 }
 
+interface ReplicaBurst {
+  readonly n: number;
+  readonly replicas: number;
+  readonly one: number[];
+  readonly calls: number;
+  readonly wall: number;
+  readonly p50: number;
+  readonly p95: number;
+  readonly max: number;
+  readonly caughtUp: number;
+}
+
+/** A burst spread over several replicas (fleets of one stack) on PostgreSQL, against one sign-up on the same replicas. */
+async function measureReplicas(n: number, replicas: number, burst: number, workRoot: string): Promise<ReplicaBurst> {
+  const postgres = await startPostgres();
+  const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
+  const workDir = path.join(workRoot, `pg-n${n}`);
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+  const options: RunOptions = {
+    stack: `signups-pg-${n}`,
+    workDir,
+    backendUrl: postgres.backendUrl,
+    passphrase: "bench-sign-up",
+    envVars: { USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY, USER_GROUPS_RATE_LIMIT: "off", PULUMI_SKIP_UPDATE_CHECK: "true" },
+  };
+  const fleets = Array.from({ length: replicas }, (_, r) => fastPathFleet({ ...options, workDir: path.join(workDir, `r${r}`), lockTimeoutMs: 120_000 }));
+  try {
+    let start = performance.now();
+    await provisionUserGroups({ ...options, groups: Array.from({ length: n }, (_, i) => ({ name: `seed ${i}`, userGroupId: `seed-${i}` })) });
+    console.error(`PostgreSQL N=${n}: seeded in ${seconds(start).toFixed(1)} s`);
+    for (const fleet of fleets) await fleet.list();
+    const one: number[] = [];
+    for (const [r, fleet] of fleets.entries()) {
+      for (let rep = 0; rep < 2; rep++) {
+        start = performance.now();
+        await fleet.ensure({ name: `one ${r} ${rep}`, userGroupId: `one-${r}-${rep}` });
+        one.push(seconds(start));
+        await fleet.signUps!.closeAll();
+        console.error(`PostgreSQL N=${n} replica ${r}: one sign-up ${one.at(-1)!.toFixed(2)} s`);
+      }
+    }
+    const durations: number[] = [];
+    start = performance.now();
+    await Promise.all(
+      Array.from({ length: burst }, async (_, i) => {
+        const callStart = performance.now();
+        await fleets[i % replicas]!.ensure({ name: `burst ${i}`, userGroupId: `burst-${i}` });
+        durations.push(seconds(callStart));
+      }),
+    );
+    const wall = seconds(start);
+    for (const fleet of fleets) await fleet.signUps!.closeAll();
+    durations.sort((a, b) => a - b);
+    const result = { n, replicas, one, calls: burst, wall, p50: percentile(durations, 0.5), p95: percentile(durations, 0.95), max: durations.at(-1)!, caughtUp: seconds(start) };
+    console.error(`PostgreSQL N=${n} burst of ${burst} over ${replicas} replicas: wall ${wall.toFixed(2)} s, p50 ${result.p50.toFixed(2)}, p95 ${result.p95.toFixed(2)}, max ${result.max.toFixed(2)}, caught up ${result.caughtUp.toFixed(2)} s`);
+    return result;
+  } finally {
+    for (const fleet of fleets) await fleet.close().catch(() => undefined);
+    await server.close();
+    postgres.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const ns = arg("n", "100,1000").split(",").map(Number);
   const reps = Number(arg("reps", "9"));
   const slowReps = Number(arg("slow-reps", "2"));
   const burst = Number(arg("burst", "50"));
+  const replicas = Number(arg("replicas", "3"));
+  const pgN = Number(arg("pg-n", "100"));
   const workRoot = path.join(process.cwd(), ".work", "bench-sign-up");
   const before = loadavg()[0]!;
   const results: SizeResult[] = [];
-  for (const n of ns) results.push(await measure(n, reps, slowReps, n === ns.at(-1) ? burst : 0, workRoot));
+  for (const n of ns) if (n > 0) results.push(await measure(n, reps, slowReps, n === ns.at(-1) ? burst : 0, workRoot));
+  const spread = pgN > 0 && burst > 0 ? await measureReplicas(pgN, replicas, burst, workRoot) : undefined;
   const after = loadavg()[0]!;
   const lines = [
     `| N | record-first ensure answered, s: median (p95, range) | state caught up, s | today's ensure, s | repetitions |`,
@@ -118,6 +191,15 @@ async function main(): Promise<void> {
   ];
   for (const r of results) {
     if (r.burst) lines.push("", `Burst of ${r.burst.calls} concurrent sign-ups on one replica, N = ${r.n}: wall ${r.burst.wall.toFixed(2)} s, p50 ${r.burst.p50.toFixed(2)} s, p95 ${r.burst.p95.toFixed(2)} s, state caught up ${r.burst.caughtUp.toFixed(2)} s.`);
+  }
+  if (spread) {
+    const one = median([...spread.one].sort((a, b) => a - b));
+    lines.push(
+      "",
+      `Burst of ${spread.calls} sign-ups spread over ${spread.replicas} replicas (fleets of one stack, one process) on PostgreSQL, N = ${spread.n}: ` +
+        `one sign-up ${one.toFixed(2)} s (median of ${spread.one.length}); burst p50 ${spread.p50.toFixed(2)} s, p95 ${spread.p95.toFixed(2)} s, slowest ${spread.max.toFixed(2)} s ` +
+        `(${(spread.max / one).toFixed(2)}x one sign-up), wall ${spread.wall.toFixed(2)} s, state caught up ${spread.caughtUp.toFixed(2)} s.`,
+    );
   }
   lines.push("", `Load average (1 min) ${before.toFixed(2)} before, ${after.toFixed(2)} after, on ${process.env.BENCH_MACHINE ?? "this machine"}.`);
   process.stdout.write(`${lines.join("\n")}\n`);

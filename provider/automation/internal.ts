@@ -11,5 +11,5 @@ export { inSpan, LeaseWait } from "./telemetry";
 export { assertDeletionsAllowed, CONTROLS, groupsFileJsonSchema, nameOfUrn } from "./model";
 /** @internal a zod schema: left out of the declarations. */
 export { groupsDocumentSchema } from "./model";
-/** @internal Record-first sign-ups (fleet/sign-ups.ts): not the default, no public option; the benches and tests make such a fleet. */
-export { fastPathFleet } from "./fleet";
+/** @internal Record-first sign-ups (fleet/sign-ups/: not the default yet, no public option), and the engine-run path (the default) by name, for the benches. */
+export { fastPathFleet, slowPathFleet } from "./fleet";

@@ -85,6 +85,8 @@ export interface LeaseStore extends PulumiLockStore {
    * backends). Among them PULUMI_BACKEND_URL: the engine's backend URL (no password in it).
    */
   fenceEnv?(record: RunRecord): Record<string, string> | undefined;
+  /** The record as the backend holds it now, read without the lease (a fleet's list() reads its `created` entries). */
+  peek?(): Promise<RunRecord | undefined>;
   /** A lost run lets go without release (its lease ends now, unreleased, so that the next holder takes its leftovers over). */
   abandon?(): Promise<void>;
   /**

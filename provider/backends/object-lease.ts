@@ -148,6 +148,11 @@ export class ObjectLeaseStore implements LeaseStore {
     await this.client.remove(`${this.waiters}${this.waiterId}.json`);
   }
 
+  async peek(): Promise<RunRecord | undefined> {
+    const current = await this.client.get(this.key);
+    return current === undefined ? undefined : parseEnvelope(current.body)?.record;
+  }
+
   async tryAcquire(me: RunClaim, options: { readonly breakLive?: boolean } = {}): Promise<AcquireOutcome> {
     await verifyConditions(this.client);
     const current = await this.client.get(this.key);

@@ -47,7 +47,7 @@ export interface AdoptEntry {
 /**
  * A group a fleet created on the service itself, under the lease, and answered
  * before any engine run adopted it into the state (the record-first sign-up,
- * automation/fleet/sign-up-session.ts): to be adopted from these inputs. Never
+ * automation/fleet/sign-ups/): to be adopted from these inputs. Never
  * its token: the state is the only place a token is kept.
  */
 export interface CreatedEntry {
@@ -56,6 +56,8 @@ export interface CreatedEntry {
   readonly inputs: Record<string, unknown>;
   /** The epoch of the lease it was created under (PostgreSQL leases). */
   readonly epoch?: number;
+  /** Its HMAC under a key from the stack's secret (automation/lease/created-proof.ts); an entry without a valid one is never adopted. */
+  readonly proof?: string;
 }
 
 /** What the backend holds beside the lease (written out so that the declarations never mention zod). */
@@ -92,7 +94,7 @@ const recordSchema = claimSchema.extend({
   released: z.boolean(),
   unfinished: z.array(claimSchema).max(1000),
   adopt: z.array(adoptEntrySchema).max(100_000),
-  created: z.array(adoptEntrySchema.extend({ epoch: z.number().int().nonnegative().optional() })).max(100_000).optional(),
+  created: z.array(adoptEntrySchema.extend({ epoch: z.number().int().nonnegative().optional(), proof: z.string().max(200).optional() })).max(100_000).optional(),
 }) satisfies z.ZodType<RunRecord>;
 
 /** A run record read from the backend: outside data, checked before it decides anything. */

@@ -5,14 +5,12 @@
 import { type Span, SpanStatusCode } from "@opentelemetry/api";
 import { saveCompileCache } from "../compile-cache";
 import type { UserGroupsClient } from "../client/http-client";
-import { rateBudgetFromEnv } from "../client/rate-budget";
-import { runFenceFromEnv } from "../backends";
-import { tuningFromEnv } from "../client/tuning";
 import { type ConfigLookup, MissingCredentialsError, recordedConfigHint, resolveCredentials } from "./credentials";
 import { diffUserGroup, type DiffOutcome } from "./diff";
 import { type EngineOperation, engineFacingError } from "./engine-facing";
 import { type CheckedInputs, type CheckResult, checkInputs, type UserGroupOutputs } from "./inputs";
 import { createUserGroup, deleteUserGroup, readUserGroup, type ReadOutcome, updateUserGroup } from "./operations";
+import { serviceClientOf } from "./service-client";
 import { type ReservedValueProblem, ReservedValueError, reservedValueProblems } from "./reserved-values";
 import { allowedAttributes, errorType, packageTracer } from "../telemetry";
 import { PACKAGE_VERSION } from "../version";
@@ -215,20 +213,7 @@ export class UserGroupLifecycle {
     if (!client) {
       const debug = this.surroundings.env[DEBUG_ENV];
       const log = debug && debug !== "0" && debug !== "false" ? this.surroundings.debugSink : undefined;
-      const tuning = tuningFromEnv(this.surroundings.env);
-      const { UserGroupsClient } = httpClient();
-      client = new UserGroupsClient({
-        baseUrl,
-        apiKey,
-        allowInsecureHttp,
-        retry: tuning.retry,
-        timeouts: tuning.timeouts,
-        log,
-        // The key's budget, shared with every process that uses it (client/rate-budget-stores.ts).
-        rateBudget: rateBudgetFromEnv(this.surroundings.env, baseUrl, apiKey, log),
-        // The run's fence: once another run holds the stack, this process sends nothing more (backends/postgres/run-fence.ts).
-        runFence: runFenceFromEnv(this.surroundings.env),
-      });
+      client = serviceClientOf(httpClient().UserGroupsClient, { baseUrl, apiKey, allowInsecureHttp }, this.surroundings.env, log).client;
       this.clients.set(cacheKey, client);
     }
     return client;

@@ -86,6 +86,7 @@ export const ERROR_CODES = {
   run_lease_held: { meaning: "another live run holds the stack's run lease; try again when it has finished", thrownBy: "automation/lease RunLeaseHeldError", exit: 1 },
   run_lease_lost: { meaning: "the run lease was lost while this run held it (backend connection broke, not renewed in time); the run stopped, ask again", thrownBy: "automation/lease RunLeaseLostError", exit: 1 },
   run_lease_unreachable: { meaning: "the PostgreSQL backend that holds the run lease cannot be reached, or the lease's connection was cut twice in a row (reset, restart, timeout); ask again; if it lasts, check the backend URL and that it is up", thrownBy: "backends/postgres LeaseUnreachableError (lease-store)", exit: 1 },
+  run_record_entry_unproven: { meaning: "a run record's `created` entry (a fleet's sign-up not yet in the state) without a valid proof under the stack's passphrase (planted, tampered, copied from another stack, or a stack whose secrets manager is not the passphrase one): never adopted, dropped from the record, said on the run's output", thrownBy: "automation/lease UnprovenRecordEntryError (created-proof)" },
   run_lease_fence: {
     meaning: "the run fence (a trigger on Pulumi's table) cannot be installed in the PostgreSQL backend: the backend's role must own that table",
     thrownBy: "backends/postgres LeaseFenceError",

@@ -53,6 +53,7 @@ interface FileFault {
   readonly faultMs: number;
   readonly serveWithinMs?: number;
   readonly neverTakenOver?: boolean;
+  readonly killAfterAnswer?: boolean;
 }
 
 /**
@@ -64,7 +65,8 @@ const HISTORIES: ReadonlyArray<FileFault & { then?: readonly FileFault[]; elsewh
   // A checkpoint write that stalls, then issue 32's "B, as another host": r1's Node stalls past its lease's expiry
   // (20 s) while its engine goes on; never taken over.
   { kind: "slow-disk", faultMs: 10_000, then: [{ kind: "stall-node", faultMs: 25_000, neverTakenOver: true }], elsewhere: true },
-  { kind: "kill", faultMs: 0, serveWithinMs: 30_000 },
+  // r1 killed the moment its ensure is answered (record-first: the group in the run record, not yet in the state).
+  { kind: "kill", faultMs: 0, serveWithinMs: 30_000, killAfterAnswer: true },
   // Slow by design (out of npm test: testkit/jepsen/fault-kinds.ts): nobody serves until r1 resumes.
   { kind: "pause", faultMs: 32_000, neverTakenOver: true },
   { kind: "stall-node", faultMs: 32_000, neverTakenOver: true },
@@ -100,6 +102,7 @@ describe.skipIf(process.platform !== "linux")("fault histories on a file backend
         afterMs: 3_000,
         // A slow request for the stalled node: its engine goes on for this long while its lease is not renewed.
         ...(first.kind === "stall-node" ? { holdDelayMs: first.faultMs } : {}),
+        ...(first.killAfterAnswer ? { killAfterAnswer: true } : {}),
         thenFaults: then.map((f) => ({ kind: f.kind, faultMs: f.faultMs, ...(f.kind === "stall-node" ? { holdDelayMs: f.faultMs } : {}) })),
         ...(elsewhere ? { otherHost: ["r1"] } : {}),
         seed: Number(process.env["JEPSEN_SEED"] ?? 32),

@@ -67,6 +67,8 @@ export interface HistoryOptions {
   readonly restartDownMs?: number;
   /** How long the create r1 is in when the fault lands takes on the service (ms). */
   readonly holdDelayMs?: number;
+  /** The first fault's FaultRound.killAfterAnswer. */
+  readonly killAfterAnswer?: boolean;
   /**
    * More faults after the first (`fault`, `faultMs`, `healOnceServed`, `holdDelayMs`), each in its own round: r1
    * gets into a run, the fault lands and heals, `afterMs` of load; the drain, the retries and the checks come once,
@@ -164,6 +166,8 @@ export interface FaultRound {
   readonly healOnceServed?: boolean;
   /** How long the create r1 is in when this fault lands takes on the service (ms). */
   readonly holdDelayMs?: number;
+  /** A kill lands the moment r1's ensure (the one it is in) has been answered, not while it waits (issue #44: the record-first answer). */
+  readonly killAfterAnswer?: boolean;
 }
 
 /** What one round's fault showed (the history's first round's are HistoryResult's own fields too). */
@@ -200,6 +204,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
       faultMs: options.faultMs ?? 15_000,
       ...(options.healOnceServed ? { healOnceServed: true } : {}),
       ...(options.holdDelayMs !== undefined ? { holdDelayMs: options.holdDelayMs } : {}),
+      ...(options.killAfterAnswer ? { killAfterAnswer: true } : {}),
     },
     ...(options.thenFaults ?? []),
   ];
@@ -295,11 +300,12 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
     for (const [index, round] of rounds.entries()) {
       const holdId = holdIds[index]!;
       // r1 in a run when the fault lands: a create of its own that the service answers slowly.
+      let holdCall: Promise<unknown> | undefined;
       if (!noFault(round.kind)) {
         // No new calls meanwhile, so that r1 gets the stack once the calls under way are answered (not after every replica's next run).
         settingUp = true;
         server.addFaults([{ method: "GET", user_group_id: holdId, action: "delay", delayMs: round.holdDelayMs ?? 4_000, times: 1 }]);
-        void track(r1.call("ensure", holdId));
+        holdCall = track(r1.call("ensure", holdId));
         // The delay rule fires when the create arrives (its `remaining` drops to 0): r1's engine is waiting on it then.
         // (As long as a call may wait for the stack: under load the calls already under way take a run each first.)
         const inRun = await waitUntil(() => (server.faults() as Array<{ user_group_id?: string; remaining?: number }>).some((rule) => rule.user_group_id === holdId && rule.remaining === 0), options.lockTimeoutMs ?? 90_000);
@@ -319,7 +325,8 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
         case "race":
           break;
         case "kill": {
-          fault = recorder.faultStarted("kill", "r1", "SIGKILL of r1's process group and every process under it");
+          if (round.killAfterAnswer) await holdCall;
+          fault = recorder.faultStarted("kill", "r1", `SIGKILL of r1's process group and every process under it${round.killAfterAnswer ? ", right after its ensure was answered" : ""}`);
           crashed.add("r1");
           r1.kill();
           break;

@@ -12,9 +12,10 @@ export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, typ
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { secretValuesOf } from "./stack-config";
 export { adoptCreated, markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { proofKeyOf, provenCreated } from "./created-entries";
 export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { KNOWN_PROVIDER_TEXTS, PREVIEW_ENGINE_ENV, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./state";
 // assertOwnProviderCode: the earlier name of assertStateIsData (it checked `__provider` only), kept for its callers.
 export { assertStateIsData, assertStateIsData as assertOwnProviderCode, checkedState, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state";
-export { exportState, importState, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state";
+export { exportState, importState, knownSecretsKey, stackSecretsKey, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state";

@@ -16,7 +16,10 @@
 // item 5): an entry is adopted only if the stack's own checkpoint holds a
 // pending create of that very group (our resource type, this stack's URN); any
 // other entry (a record planted, or left by an older release) is refused, said
-// on the run's output, and dropped from the record.
+// on the run's output, and dropped from the record. A fleet's record-first
+// sign-ups (the record's `created` entries, which no pending create proves) are
+// adopted only with a valid proof under the stack's secret (lease/created-proof.ts);
+// an unproven one is refused the same way (run_record_entry_unproven).
 import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
@@ -24,10 +27,11 @@ import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
-import { acquireRunLease, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
+import { acquireRunLease, type CreatedEntry, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
 import { assertStateIsData, exportState } from "./state";
+import { proofKeyOf, provenCreated } from "./created-entries";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
 import { engineRun } from "./run-telemetry";
@@ -204,6 +208,8 @@ export interface TakeoverOptions {
   readonly onOutput?: (text: string) => void;
   readonly parallel?: number;
   readonly quiet?: QuietOptions;
+  /** The shard this stack is (its engine runs' spans say so), if it is one. */
+  readonly shard?: number;
 }
 
 /**
@@ -309,6 +315,8 @@ async function takeOverTraced(
   for (const entry of refused) {
     options.onOutput?.(`Not adopting ${JSON.stringify(entry.resourceName)} listed in the run record of stack ${JSON.stringify(options.stackName)}: ${entry.why} (a record planted, or left by an older run); it is not touched.\n`);
   }
+  // The record's `created` entries (a fleet's sign-ups): only those proven under this stack's secret (lease/created-proof.ts).
+  const created = await provenCreated(options, await proofKeyOf(options.stack, exported, options.stackName), lease.current.created ?? []);
   const adopt = mergeAdopt(kept, ownPending);
   // Written down before anything changes: a takeover interrupted from here on is finished by the next holder (the state keeps the pending creates until step 6).
   await lease.update({ unfinished: [], adopt });
@@ -330,8 +338,7 @@ async function takeOverTraced(
 
   let adopted: string[] = [];
   let notAdopted: string[] = refused.map((entry) => entry.resourceName);
-  // A fleet's record-first sign-ups (the record's `created`): no pending create proves them, the group is on the service already.
-  const created = lease.current.created ?? [];
+  // A fleet's record-first sign-ups (the record's proven `created`): no pending create, their proof says this stack's holder made them.
   if (options.adopt && (adopt.length > 0 || created.length > 0)) {
     const outcome = await adoptGroups(options, adopt, common, created);
     adopted = outcome.adopted;
@@ -374,6 +381,7 @@ async function adoptGroups(
         },
         ...common,
       }),
+      options.shard,
     ).catch((error: unknown) => {
         // A group that failed is kept for the next run; a run that failed as a whole fails this one.
         if (failed.size === 0) throw error;
@@ -394,14 +402,18 @@ async function adoptGroups(
 /**
  * Adopts a fleet's record-first sign-ups (the record's `created` entries) into
  * the state under the lease the caller holds: one targeted `up` declaring each
- * with adoptExisting; the adopted entries leave the record. Answers which.
+ * with adoptExisting; the adopted entries leave the record. Only entries proven
+ * under `proofKey` are adopted (the others are refused: provenCreated). Answers which.
  */
-export function adoptCreated(
-  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel">,
-  created: readonly AdoptEntry[],
+export async function adoptCreated(
+  options: Pick<TakeoverOptions, "lease" | "stack" | "stackName" | "outputs" | "onOutput" | "parallel" | "shard"> & { readonly proofKey: Buffer | undefined },
+  created: readonly CreatedEntry[],
 ): Promise<{ adopted: string[]; notAdopted: string[] }> {
   const common = { ...(options.onOutput ? { onOutput: options.onOutput } : {}), ...(options.parallel !== undefined ? { parallel: options.parallel } : {}), signal: options.lease.signal };
-  return adoptGroups({ ...options, backendUrl: "", adopt: true }, [], common, created);
+  const proven = await provenCreated(options, options.proofKey, created);
+  const outcome = await adoptGroups({ ...options, backendUrl: "", adopt: true }, [], common, proven);
+  const refused = created.filter((entry) => !proven.includes(entry)).map((entry) => entry.resourceName);
+  return { adopted: outcome.adopted, notAdopted: [...outcome.notAdopted, ...refused] };
 }
 
 /** How long a run that lost its lease gives its engine to stop on the Automation API's SIGINT before its processes are killed. */

@@ -52,7 +52,10 @@ export async function runShardBatch(host: BatchHost, shard: number, batch: reado
   if (signUps && newGroups.size > 0) signUpAll(host, signUps, shard, batch, newGroups);
   if (toRun.size === 0) return;
   // The slow path waits for this shard's sign-ups to be adopted and their lease let go (no lock wait against ourselves).
-  if (signUps) await signUps.idle(shard);
+  if (signUps) {
+    await signUps.idle(shard);
+    signUps.forget(toRun.keys());
+  }
   const changes = new Map<string, GroupChange>();
   await settleEach([...toRun.keys()], (names) => runTargeted(host, shard, kind, new Map(names.map((name) => [name, toRun.get(name)!])), changes), {
     unsettledError,

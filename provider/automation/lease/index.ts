@@ -3,3 +3,4 @@
 // its stores are the backends' (provider/backends/, leaseStoreFor).
 export { type AdoptEntry, type CreatedEntry, classifyLockHolder, type Here, HERE, type LeaseStore, leaseRules, type RunClaim, RunLeaseHeldError, RunLeaseLostError, type RunRecord } from "./record";
 export { acquireRunLease, leaseStoreFor, RUN_ID_ENV, type RunLease } from "./run-lease";
+export { canonicalJson, checkCreatedEntries, createdProofKey, provenEntry, UnprovenRecordEntryError, unprovenWhy } from "./created-proof";

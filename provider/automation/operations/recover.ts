@@ -6,7 +6,9 @@
 // groups of a groups file and reports what it did.
 //
 // Which server groups get adopted: exactly those whose create the state lists
-// as pending. The engine persists a pending "creating" operation before it asks
+// as pending, and a fleet's record-first sign-ups the run record lists as
+// created with a proof under the stack's secret (lease/created-proof.ts; an
+// unproven one is refused, run_record_entry_unproven). The engine persists a pending "creating" operation before it asks
 // the provider to create, so every group a killed run may have created is on
 // that list; a group with a declared id that is neither in the state nor on the
 // list is someone else's, and the recovery's `up` refuses it ("already exists")
@@ -135,7 +137,9 @@ async function recoverOnce(planned: PlannedRun, store: LeaseStore | undefined, r
       assertOwnProviderCode(state, options.stack);
       if (lease) {
         taken = await takeOver({ lease, stack: prepared.stack, stackName: options.stack, backendUrl: prepared.backendUrl, adopt: false, always: true, ...common });
-        adopt = lease.current.adopt.map((entry) => entry.resourceName);
+        // The pending creates, and a fleet's record-first sign-ups not yet in the state (the record's `created` entries the
+        // takeover found proven under the stack's secret: it dropped every other one, saying so).
+        adopt = [...new Set([...lease.current.adopt, ...(lease.current.created ?? [])].map((entry) => entry.resourceName))];
       } else {
         // A backend without a lease (S3, Azure, GCS, Pulumi Cloud): no lock files of ours to judge, and
         // no record either: an interrupted recovery there forgets the list (run it again with adoptExisting).
@@ -152,8 +156,10 @@ async function recoverOnce(planned: PlannedRun, store: LeaseStore | undefined, r
     const groups: GroupSpec[] = specs.map((spec) => (toAdopt.has(resourceNameOf(spec)) ? { ...spec, adoptExisting: true } : spec));
     // The shard's run pipeline (shards/run-shard.ts), under the lease held here: the directory's rule, the delete guard.
     const up = await runPlanned("up", planned, { lease, specs: groups });
-    await lease?.update({ adopt: [] });
     const declared = new Set(specs.map(resourceNameOf));
+    // Dealt with: the pending creates, and the created entries this up declared (adopted); an undeclared created entry stays
+    // for the fleet's next holder to adopt (its caller holds its token), and is named below.
+    await lease?.updateWith((record) => ({ adopt: [], created: (record.created ?? []).filter((entry) => !declared.has(entry.resourceName)) }));
     return {
       removedLocks: taken?.removedLocks.map((lock) => lock.key) ?? [],
       repairedFiles: taken?.repairedFiles ?? [],

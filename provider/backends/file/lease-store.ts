@@ -121,6 +121,17 @@ export class FileLeaseStore implements LeaseStore {
     }
   }
 
+  async peek(): Promise<RunRecord | undefined> {
+    // The newest generation; one replaced meanwhile (its file gone) is read again from the listing.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const newest = this.generations().at(-1);
+      if (newest === undefined) return undefined;
+      const record = this.read(newest);
+      if (record !== "missing") return record;
+    }
+    return undefined;
+  }
+
   /** `breakLive`: a person decided the holder is gone (`recover --break-lease`); its record is inherited as a dead run's. */
   async tryAcquire(me: RunClaim, options: { readonly breakLive?: boolean } = {}): Promise<AcquireOutcome> {
     privateDirs(this.backendDir, this.dir);

@@ -173,6 +173,10 @@ export class PostgresLeaseStore implements LeaseStore {
     return row === undefined ? undefined : parseRunRecord(JSON.stringify(row.record));
   }
 
+  peek(): Promise<RunRecord | undefined> {
+    return this.once((client) => this.readRecord(client));
+  }
+
   /**
    * Takes the lease when it is free, released, expired (the database's clock),
    * or its holder's lease session is gone (a killed holder): the epoch moves on.

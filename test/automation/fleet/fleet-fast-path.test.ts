@@ -92,9 +92,16 @@ describe("record-first sign-ups", () => {
     expect(record?.created?.map((entry) => entry.resourceName)).toEqual(["default.acme"]);
     expect(record?.created?.[0]?.inputs).toEqual({ name: "Acme", userGroupId: "acme", properties: { plan: "team" } });
     expect(JSON.stringify(record)).not.toContain(got.token);
+    // Proven under the stack's secret (lease/created-proof.ts): a takeover adopts nothing else.
+    expect(record?.created?.[0]?.proof).toMatch(/^v1:[A-Za-z0-9_-]{43}$/);
     // Not in the state yet; list() shows it at once, token included; a repeated ensure is answered with no request.
     expect(await stateGroups("fast-a")).toEqual([]);
     expect((await fleet.list()).map((g) => [g.userGroupId, g.token])).toEqual([["acme", got.token]]);
+    // Another replica sees it at once too (issue #44 item 4): the record's proven entry, its token read back from the service.
+    // (An engine-run-path replica, the default: its list() reads the record too.)
+    const other = new UserGroupFleet(runOptions("fast-a", { workDir: path.join(env.workDir, "fast-a-other"), lockTimeoutMs: 120_000 }));
+    fleets.push(other);
+    expect((await other.list()).map((g) => [g.userGroupId, g.name, g.token, g.apiEnvironmentTag])).toEqual([["acme", "Acme", got.token, "Customer"]]);
     const requests = server.journal().length;
     expect(await fleet.ensure(spec)).toMatchObject({ change: "same", token: got.token });
     expect(server.journal().length).toBe(requests);

@@ -155,6 +155,7 @@ describe("fleet telemetry", () => {
     });
     // The stack exists first (a run of its own), then another run of this host holds its lease for a while.
     await fleet.ensure({ name: "First", userGroupId: "first" });
+    await fleet.signUps?.closeAll(); // its sign-up adopted, the lease let go
     sdk.spans.reset();
     const store = new FileLeaseStore(env.backendDir, PROJECT_NAME, stack, { rules: leaseRules() });
     const held = await acquireRunLease(store, stack);
@@ -179,6 +180,7 @@ describe("fleet telemetry", () => {
     const stack = "takeovers";
     const fleet = fleetOf(stack);
     await fleet.ensure({ name: "Before", userGroupId: "before" });
+    await fleet.signUps?.closeAll(); // its sign-up adopted, the lease let go
     // A run of this host that died holding the lease (a pid that has exited): the next run takes it over.
     const dead = spawnSync(process.execPath, ["-e", "0"]).pid!;
     const now = Date.now();

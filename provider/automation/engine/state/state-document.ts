@@ -184,7 +184,32 @@ async function secretsKeyOf(stack: Stack, deployment: Deployment): Promise<Buffe
   }
   const key = await derived;
   if (decrypt(parts.slice(2).join(":"), key, stack.name) !== "pulumi") throw new WrongPassphraseError(stack.name);
+  checkedKeys.set(stackKeyId(stack, passphrase), key);
   return key;
+}
+
+/** Keys checked against a stack's state this process, by backend, stack and passphrase digest (knownSecretsKey). */
+const checkedKeys = new Map<string, Buffer>();
+
+function stackKeyId(stack: Stack, passphrase: string): string {
+  const backend = stack.workspace.envVars.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? "";
+  return `${backend}\u0000${stack.name}\u0000${createHash("sha256").update(passphrase).digest("hex")}`;
+}
+
+/**
+ * The passphrase stack's secrets key, checked against this state's check value
+ * (WrongPassphraseError otherwise); undefined when the state has no passphrase
+ * secrets manager (a new stack, or another manager). The run record's proofs are
+ * keyed from it (automation/lease/created-proof.ts).
+ */
+export function stackSecretsKey(stack: Stack, deployment: Deployment): Promise<Buffer | undefined> {
+  return secretsKeyOf(stack, deployment);
+}
+
+/** The key a read of this stack's state (exportState, readStateWithSecrets) checked this process, if any: no read needed. */
+export function knownSecretsKey(stack: Stack): Buffer | undefined {
+  const passphrase = passphraseOf(stack);
+  return passphrase === undefined ? undefined : checkedKeys.get(stackKeyId(stack, passphrase));
 }
 
 /** The passphrase the engine would use: PULUMI_CONFIG_PASSPHRASE, else the file PULUMI_CONFIG_PASSPHRASE_FILE names (trimmed), as Pulumi reads them. */

@@ -1,13 +1,12 @@
 // The fleet's own HTTP client for a record-first sign-up (sign-ups.ts): the
-// provider's client, built as the provider builds it (logic/lifecycle.ts
-// clientFor): credentials from the fleet's config, envVars and the process
+// provider's client, built by the provider's own helper (logic/service-client.ts,
+// which lifecycle.ts's clientFor uses too): credentials from the fleet's config, envVars and the process
 // environment (resolveCredentials), the client's tuning, the key's shared rate
 // budget, and the run's fence (PostgreSQL: nothing is sent once a newer epoch
 // holds the lease). One per lease and profile: the fence is the lease's.
 import { UserGroupsClient } from "../../../client/http-client";
-import { rateBudgetFromEnv } from "../../../client/rate-budget";
-import { tuningFromEnv } from "../../../client/tuning";
-import { runFenceFromEnv, type RunFence } from "../../../backends";
+import { type RunFence } from "../../../backends";
+import { serviceClientOf } from "../../../logic/service-client";
 import { type ConfigLookup, CONFIG_NAMESPACE, resolveCredentials } from "../../../logic/credentials";
 import type { RunOptions } from "../../model";
 
@@ -41,19 +40,9 @@ export class LeaseClients {
     let client = this.clients.get(key);
     if (client === undefined) {
       const env: NodeJS.ProcessEnv = { ...process.env, ...this.options.envVars, ...this.fenceEnv };
-      const { baseUrl, apiKey, allowInsecureHttp } = resolveCredentials(profile, configOf(this.options), env);
-      const tuning = tuningFromEnv(env);
-      const runFence = runFenceFromEnv(env);
-      if (runFence) this.fences.push(runFence);
-      client = new UserGroupsClient({
-        baseUrl,
-        apiKey,
-        allowInsecureHttp,
-        retry: tuning.retry,
-        timeouts: tuning.timeouts,
-        rateBudget: rateBudgetFromEnv(env, baseUrl, apiKey),
-        ...(runFence ? { runFence } : {}),
-      });
+      const built = serviceClientOf(UserGroupsClient, resolveCredentials(profile, configOf(this.options), env), env);
+      if (built.runFence) this.fences.push(built.runFence);
+      client = built.client;
       this.clients.set(key, client);
     }
     return client;

@@ -5,10 +5,12 @@
 // the record written through the lease (a lease no longer ours refuses it), the
 // create sent with the provider's own client (service-client.ts: rate budget,
 // the run's fence), and the adopting run (engine/takeover.ts adoptCreated).
-import { adoptCreated, assertStateIsData, exportState, underRunLease, withLockWait } from "../../engine";
+import { adoptCreated, assertStateIsData, exportState, knownSecretsKey, proofKeyOf, underRunLease, withLockWait } from "../../engine";
+import { createdProofKey, provenEntry } from "../../lease";
 import { normalizeInputs } from "../../../logic/inputs";
 import { createUserGroup } from "../../../logic/operations";
 import { ShardClaims } from "../../shards";
+import { StackLockedError } from "../../backend";
 import type { RunOptions } from "../../model";
 import { FLEET_MARKER_OUTPUT } from "../fleet-stack";
 import type { FleetShards } from "../fleet-shards";
@@ -20,6 +22,8 @@ export const NO_RUN_LEASE: unique symbol = Symbol("no run lease");
 
 /** The real seam: the shard's lease, record, client and adopting run. */
 export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, shards: FleetShards): SignUpSeam {
+  /** Shards whose state names a secrets manager other than the passphrase one: no key proves their entries, never asked again. */
+  const keyless = new Set<number>();
   return {
     underLease: async (shard, body) => {
       const stackName = shards.stackNameOf(shard);
@@ -28,7 +32,7 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
       let failed: { error: unknown } | undefined;
       const value = await withLockWait({ ...options, stack: stackName, lockTimeoutMs }, async () => {
         const opened = await shards.open(shard);
-        if (opened.store === undefined) return NO_RUN_LEASE;
+        if (opened.store === undefined || keyless.has(shard)) return NO_RUN_LEASE;
         return underRunLease(
           {
             stack: opened.stack,
@@ -43,10 +47,25 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
           },
           async (_signal, lease) => {
             if (lease === undefined) return NO_RUN_LEASE;
+            // F4: a Pulumi lock the takeover left (a live run's, or one of another host not proven dead) is waited for as a
+            // run waits for it (the lock wait tries again, then StackLockTimeoutError): no request goes out meanwhile.
+            if ((await lease.store.pulumiLocks()).length > 0) throw new StackLockedError(stackName);
+            // The key that proves the record's entries (lease/created-proof.ts): known from a state read of this process, else read
+            // once. A stack without one (not the passphrase secrets manager, or a new stack no run has written yet) goes the slow path.
+            const known = knownSecretsKey(opened.stack);
+            let proofKey = known !== undefined ? createdProofKey(known, stackName) : undefined;
+            if (proofKey === undefined) {
+              const state = await exportState(opened.stack);
+              proofKey = await proofKeyOf(opened.stack, state, stackName);
+              const manager = (state.deployment as { secrets_providers?: { type?: unknown } } | undefined)?.secrets_providers?.type;
+              if (proofKey === undefined && typeof manager === "string" && manager !== "passphrase") keyless.add(shard);
+            }
+            if (proofKey === undefined) return NO_RUN_LEASE;
             const claims = new ShardClaims(directory, stackName, shard);
             const clients = new LeaseClients(options, lease.store.fenceEnv?.(lease.current));
             const held: HeldShard = {
               epoch: lease.epoch,
+              prove: (entry) => provenEntry(proofKey, entry),
               claim: (names) => claims.claimTargets(names),
               record: async (change) => {
                 await lease.updateWith((record) => ({ created: change(record.created ?? []) }));
@@ -64,6 +83,8 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
                     lease,
                     stack: opened.stack,
                     stackName,
+                    shard,
+                    proofKey,
                     outputs: () => ({ [FLEET_MARKER_OUTPUT]: true }),
                     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
                     ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),

@@ -21,6 +21,8 @@ import { type GroupOutputs, holdsAsAsked, resultOf } from "../requests";
 export interface HeldShard {
   /** The lease's epoch (PostgreSQL), undefined where leases have none. */
   readonly epoch: number | undefined;
+  /** The entry with its proof under the stack's secret (lease/created-proof.ts): only entries this holder makes are proven. */
+  prove(entry: CreatedEntry): CreatedEntry;
   /** Claims the groups for this shard in the directory; answers those a concurrent run put in another shard (not to be created here). */
   claim(names: readonly string[]): Promise<ReadonlyMap<string, number>>;
   /** Rewrites the record's created entries (as they are once the writes before are done); throws once the lease is no longer ours. */
@@ -97,6 +99,11 @@ export class SignUps {
     return got && holdsAsAsked(fleetGroupOf(resourceName, got), spec) ? resultOf(spec, "same", got.outputs) : undefined;
   }
 
+  /** The slow path runs these groups under the lease (its state read there is the truth): no answer from memory for them. */
+  forget(names: Iterable<string>): void {
+    for (const name of names) this.answered.delete(name);
+  }
+
   /** Is the group answered here and not yet in the state? */
   pending(resourceName: string): boolean {
     return this.answered.has(resourceName);
@@ -166,6 +173,7 @@ export class SignUps {
       // One process holds a shard's lease once: a new session waits for the last one's release (no backoff of the lock wait).
       if (after) await after;
       let ran = false;
+      let timedOut: unknown;
       try {
         await this.seam.underLease(shard, async (held) => {
           ran = true;
@@ -199,15 +207,20 @@ export class SignUps {
           }
           session.ending = true;
         });
-      } catch {
-        // The lease could not be taken in time, or was lost: what waits here goes the slow path, which says so in its own words
-        // (StackLockTimeoutError, RunLeaseLostError) or serves it.
+      } catch (error) {
+        // The lease was lost, or could not be taken: what waits here goes the slow path, which says so in its own words
+        // (RunLeaseLostError) or serves it; but the stack stayed locked for the whole lock timeout, what waits here is told so
+        // now (StackLockTimeoutError), not made to wait a second time on the slow path.
         ran = false;
+        if ((error as { code?: unknown } | null)?.code === "stack_lock_timeout") timedOut = error;
       }
       if (!ran || session.queue.length > 0) {
         // No lease (a backend without one, or not taken): the slow path serves what waits here.
         session.ending = true;
-        for (const request of session.queue.splice(0)) request.fallBack();
+        for (const request of session.queue.splice(0)) {
+          if (timedOut !== undefined) request.settle({ ok: false, error: timedOut });
+          else request.fallBack();
+        }
       }
     };
     const done = run().finally(() => {
@@ -233,7 +246,7 @@ export class SignUps {
       return other === undefined;
     });
     // One request per group (a batch asks each group once; a second ask of one in flight waits for the slow path).
-    const entries = here.map((request) => createdEntryOf(request.resourceName, request.spec, held.epoch));
+    const entries = here.map((request) => held.prove(createdEntryOf(request.resourceName, request.spec, held.epoch)));
     const names = new Set(entries.map((entry) => entry.resourceName));
     try {
       // Durable before any request goes out: a crash from here on is adopted by the next holder.
@@ -264,20 +277,26 @@ export class SignUps {
 
   /** One adopting run of what the record holds of these groups; the adopted ones are answered by the state from then on. */
   private async adopt(held: HeldShard, names: ReadonlySet<string>, inFlight: Set<string>): Promise<void> {
-    let recorded: readonly CreatedEntry[] = [];
-    await held.record((created) => {
-      recorded = created;
-      return [...created];
-    });
-    const plan = adoptionPlan(recorded, inFlight).filter((entry) => names.has(entry.resourceName));
-    if (plan.length === 0) return;
-    for (const entry of plan) inFlight.add(entry.resourceName);
-    this.adoptingRuns += 1;
     try {
-      const adopted = await held.adopt(plan);
-      for (const name of adopted) this.answered.delete(name);
+      let recorded: readonly CreatedEntry[] = [];
+      await held.record((created) => {
+        recorded = created;
+        return [...created];
+      });
+      const plan = adoptionPlan(recorded, inFlight).filter((entry) => names.has(entry.resourceName));
+      if (plan.length === 0) return;
+      for (const entry of plan) inFlight.add(entry.resourceName);
+      this.adoptingRuns += 1;
+      try {
+        await held.adopt(plan);
+      } finally {
+        for (const entry of plan) inFlight.delete(entry.resourceName);
+      }
     } finally {
-      for (const entry of plan) inFlight.delete(entry.resourceName);
+      // Adopted: the state answers them now. Not adopted (the run failed, the lease was lost): the record keeps them for
+      // the next holder's takeover, and this replica no longer answers them from memory (a later call reads the state
+      // under the lease, after that takeover; a remove elsewhere meanwhile cannot leave a stale answer here).
+      for (const name of names) this.answered.delete(name);
     }
   }
 }
