@@ -1,17 +1,12 @@
-// One fault history (issue 32 item 6), as Jepsen runs one: several replicas
-// (testkit/jepsen/replica.ts, each its own OS process group) call ensure,
-// remove and list on a small set of ids, so that calls collide; one fault is
-// injected while replica r1 holds the stack (it is in an engine run: a create
-// the fake server delays is under way), then healed; the load goes on, every
-// failed call is retried once everything is healed, the replicas drain and
-// exit, and the checker (checker.ts) replays the history against the service,
-// every shard's state and the shard directory.
+// One fault history (issue 32 item 6), as Jepsen runs one: several replicas (testkit/jepsen/replica.ts, each its own
+// OS process group) call ensure, remove and list on a small set of ids, so that calls collide; one fault is injected
+// while replica r1 holds the stack (in an engine run: a create the fake server delays is under way), then healed; the
+// load goes on, every failed call is retried once all is healed, the replicas drain and exit, and the checker
+// (checker.ts) replays the history against the service, every shard's state and the shard directory.
 //
-// Faults (fault-kinds.ts): SIGKILL or SIGSTOP/SIGCONT of r1's processes; a
-// partition between r1 and PostgreSQL through Toxiproxy (r1's backend URL is
-// its proxy's); a PostgreSQL restart; on a file backend, r1's engine frozen at
-// its checkpoint write ("slow disk"), or r1's Node process stalled while its
-// engine goes on.
+// Faults (fault-kinds.ts): SIGKILL or SIGSTOP/SIGCONT of r1's processes; a partition between r1 and its backend
+// through Toxiproxy (r1's backend URL is its proxy's); a backend restart; on a file backend, r1's engine frozen at its
+// checkpoint write ("slow disk"), or r1's Node process stalled while its engine goes on.
 import { watch, type FSWatcher, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { FakeServer } from "../../fake-server/index.js";
