@@ -66,6 +66,8 @@ export class PostgresLeaseStore implements LeaseStore {
   private held: { readonly epoch: number; readonly runId: string } | undefined;
   /** Whether the open lease session's name carries the held epoch (a new session after a cut does not yet). */
   private named = false;
+  /** The session's statements, one after another in the order asked (once). */
+  private turns: Promise<void> = Promise.resolve();
   private readonly session: PostgresSession;
   private readonly target: ReturnType<typeof postgresTarget>;
   private readonly leaseId: string;
@@ -127,7 +129,18 @@ export class PostgresLeaseStore implements LeaseStore {
    * may run twice: a statement or transaction whose second run finds what the
    * first one did (every use below checks the epoch, or only reads).
    */
-  private async once<T>(work: (client: PgClient) => Promise<T>): Promise<T> {
+  private once<T>(work: (client: PgClient) => Promise<T>): Promise<T> {
+    // One statement at a time on the one session: a fleet's list() peeks while a renewal or a lock read is under way,
+    // and pg would otherwise queue them itself with a deprecation warning (an error in pg 9), or interleave them with a transaction.
+    const turn = this.turns.then(() => this.onceNow(work));
+    this.turns = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    return turn;
+  }
+
+  private async onceNow<T>(work: (client: PgClient) => Promise<T>): Promise<T> {
     try {
       return await work(await this.connection());
     } catch (error) {

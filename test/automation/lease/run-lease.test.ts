@@ -359,6 +359,40 @@ describe("the PostgreSQL lease", () => {
         await store.close();
       }
     });
+
+    it("asks one statement at a time on its session: a fleet's peeks beside renewals and lock reads never overlap (pg's deprecated queueing, a transaction interleaved)", async () => {
+      const store = new PostgresLeaseStore(postgres.backendUrl, "user-groups", "peeked", { rules: leaseRules(), timing: { ttlMs: 1_500, renewEveryMs: 20 } });
+      const inFlight = new Map<object, number>();
+      let overlapped = 0;
+      let asked = 0;
+      const query = Client.prototype.query;
+      // Counts each client's statements under way (the store's clients are pg's, this module's).
+      Client.prototype.query = function (this: Client, ...args: unknown[]) {
+        const now = (inFlight.get(this) ?? 0) + 1;
+        inFlight.set(this, now);
+        asked++;
+        if (now > 1) overlapped++;
+        const settled = () => inFlight.set(this, (inFlight.get(this) ?? 1) - 1);
+        const result = (query as (...a: unknown[]) => unknown).apply(this, args);
+        if (result instanceof Promise) result.then(settled, settled);
+        else settled();
+        return result;
+      } as typeof query;
+      try {
+        const lease = await acquireRunLease(store, "peeked", { here: here("pod-a") });
+        // Peeks and lock reads while the lease renews every 20 ms (what a fleet's list() does beside its own runs).
+        for (let round = 0; round < 5; round++) {
+          const records = await Promise.all([...Array.from({ length: 10 }, () => store.peek()), store.pulumiLocks().then(() => undefined)]);
+          expect(records.slice(0, 10).every((record) => record?.runId === lease.runId)).toBe(true);
+        }
+        await lease.release();
+        expect(asked).toBeGreaterThan(50);
+        expect(overlapped).toBe(0);
+      } finally {
+        Client.prototype.query = query;
+        await store.close();
+      }
+    });
   });
 });
 
