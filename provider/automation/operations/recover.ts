@@ -141,7 +141,7 @@ async function recoverOnce(planned: PlannedRun, store: LeaseStore | undefined, r
         // takeover found proven under the stack's secret: it dropped every other one, saying so).
         adopt = [...new Set([...lease.current.adopt, ...(lease.current.created ?? [])].map((entry) => entry.resourceName))];
       } else {
-        // A backend without a lease (S3, Azure, GCS, Pulumi Cloud): no lock files of ours to judge, and
+        // A backend with no adapter of ours (Pulumi Cloud, a URL no adapter takes): no lock files of ours to judge, and
         // no record either: an interrupted recovery there forgets the list (run it again with adoptExisting).
         taken = { removedLocks: [], repairedFiles: [], pending: pendingOf(state.deployment), adopted: [], notAdopted: [], killedProcesses: 0 };
         adopt = pendingCreatesOf(state.deployment).map((entry) => entry.resourceName);
