@@ -1,6 +1,7 @@
 // An S3 server for the tests: moto's server (PyPI moto[server], scripts/ensure-moto,
 // a cached virtualenv), which honours S3's conditional writes (`If-None-Match: *`,
-// `If-Match`). Requests are signed with AWS Signature V4 like any S3 client's,
+// `If-Match`); started through moto-atomic.py, which makes each check-then-write
+// atomic as S3's is (moto's threaded server alone lets two writers pass one check). Requests are signed with AWS Signature V4 like any S3 client's,
 // with a random key pair made for this server and passed in the environment only.
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import path from "node:path";
@@ -14,13 +15,15 @@ const hmac = (key: Buffer | string, data: string) => createHmac("sha256", key).u
 const encode = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 export async function startS3(): Promise<ObjectStore> {
-  const command = ensured(path.join(REPO_ROOT, "scripts", "ensure-moto"));
+  const motoServer = ensured(path.join(REPO_ROOT, "scripts", "ensure-moto"));
+  // The virtualenv's python, beside its moto_server.
+  const command = path.join(path.dirname(motoServer), "python");
   const accessKey = `AKIA${randomBytes(8).toString("hex").toUpperCase()}`;
   const secretKey = randomBytes(30).toString("base64");
   const server = await startStoreProcess({
     name: "moto",
     command,
-    args: (port) => ["-H", "127.0.0.1", "-p", String(port)],
+    args: (port) => [path.join(REPO_ROOT, "testkit", "object-stores", "moto-atomic.py"), "-H", "127.0.0.1", "-p", String(port)],
     env: { AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_DEFAULT_REGION: REGION, MOTO_ALLOW_NONEXISTENT_REGION: "true" },
     readyPath: "/moto-api/",
   });
