@@ -24,6 +24,18 @@ export function backendFor(url: string): SharedBackend | undefined {
   return adapterFor(url)?.open(url);
 }
 
+/**
+ * Before Pulumi is asked about a stack at this URL (every run's stack selection,
+ * open-stack.ts): the backend is there, takes the credentials and honours the
+ * conditions our leases need, or one coded refusal (object stores:
+ * backend_bucket_missing, backend_credentials_rejected,
+ * backend_conditions_ignored). A backend that passed is not asked again in this
+ * process; other kinds have nothing to check.
+ */
+export async function checkBackend(url: string): Promise<void> {
+  await adapterFor(url)?.check?.(url);
+}
+
 /** In a provider process: the slot store a budget location names (RATE_BUDGET_ENV.store); undefined when no adapter reads it. */
 export function slotStoreAt(location: string, table: string | undefined, rules: SlotRules): SlotStore | undefined {
   return adapterFor(location)?.slotStoreAt(location, table, rules);

@@ -4,7 +4,6 @@
 import { appendFileSync } from "node:fs";
 import path from "node:path";
 import { backendNotice, detectDrift, FileRefusedError, EngineEdgeError, FleetStackError, isFleetStack, type GroupSpec, GroupsValidationError, formatDuration, StackLockedError, StackLockTimeoutError, destroyUserGroups, previewUserGroups, provisionUserGroups, refreshUserGroups, type RunOptions, type RunResult, RunFailedError, UntrustedStateError, workspaceOf, recoverStack, assertDeletionsAllowed, DeletionRefusedError, writeFileReplacing, UntrustedWorkspaceError, UntrustedProviderCodeError, BaseUrlNotAllowedError, readRegularFile, resourceNameOf, secretValuesOf } from "../automation/internal";
-import { adapterFor } from "../backends";
 import { scrubText } from "../client/redact";
 import { ENV_HINTS } from "../logic/credentials";
 import { UserGroupsError } from "../wire/errors";
@@ -117,9 +116,8 @@ export async function runEngineCommand(args: CliArgs, groups: readonly GroupSpec
   };
 
   try {
-    // An object store's bucket missing, its credentials refused, its conditions ignored: one coded line, before Pulumi says it otherwise.
-    const url = args.backendUrl || process.env.PULUMI_BACKEND_URL;
-    if (url) await adapterFor(url)?.check?.(url);
+    // An object store's bucket missing, its credentials refused, its conditions ignored: one coded line before Pulumi is
+    // asked, in every run's stack selection (automation/engine/open-stack.ts), as for the fleet and the library.
     if (args.operation === "drift") {
       const report = await detectDrift({ ...base, ...(groups !== undefined ? { groups } : {}) });
       if (args.json) printJson(io, report);

@@ -1,6 +1,7 @@
 // Issue 42 item 1 for the `user-groups` CLI: a bucket as its backend
-// (PULUMI_BACKEND_URL=s3://…, moto's server started here), end to end: up,
-// preview, destroy under the run lease in the bucket, the engine on a private
+// (PULUMI_BACKEND_URL=s3://…, azblob://…, gs://…: moto's server, Azurite and
+// fake-gcs-server started here), end to end on each: up, preview, destroy (one
+// of each per store) under the run lease in the bucket, the engine on a private
 // copy committed with the store's conditional write (our commit mark on the
 // checkpoint: fenced like the fleet), no Pulumi lock left. Then the refusals,
 // one coded line each under --json, before Pulumi is asked: a bucket that does
@@ -12,7 +13,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
-import { conditionStripper, type ObjectStore, startAzurite, startS3 } from "../../testkit/object-stores";
+import { conditionStripper, type ObjectStore, startAzurite, startGcs, startS3 } from "../../testkit/object-stores";
 import { createPulumiTestEnv, type PulumiTestEnv } from "../support/pulumi-env";
 import { type CliRun, runUserGroupsCli } from "../support/user-groups-cli";
 
@@ -20,32 +21,37 @@ const KEY = "object-cli-key-000000000001";
 let server: FakeServer;
 let s3: ObjectStore;
 let azure: ObjectStore;
+let gcs: ObjectStore;
 let env: PulumiTestEnv;
 let groupsFile: string;
 beforeAll(async () => {
   env = createPulumiTestEnv("object-cli");
   server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }] });
-  [s3, azure] = await Promise.all([startS3(), startAzurite()]);
+  [s3, azure, gcs] = await Promise.all([startS3(), startAzurite(), startGcs()]);
   groupsFile = path.join(env.workDir, "groups.yaml");
   writeFileSync(groupsFile, "groups:\n  - { name: Acme, userGroupId: cli-acme }\n  - { name: Initech, userGroupId: cli-initech }\n");
 }, 600_000);
 afterAll(async () => {
   await s3?.stop();
   await azure?.stop();
+  await gcs?.stop();
   await server?.close();
   env?.cleanup();
 });
 
+/** The started store a backend URL names, by its scheme. */
+const storeOf = (backendUrl: string): ObjectStore => (backendUrl.startsWith("azblob:") ? azure : backendUrl.startsWith("gs:") ? gcs : s3);
+
 function cli(backendUrl: string, extraEnv: Record<string, string>, ...args: string[]): Promise<CliRun> {
   return runUserGroupsCli(args, {
     cwd: env.workDir,
-    env: { ...process.env, ...env.envVars, ...(backendUrl.startsWith("azblob:") ? azure.env : s3.env), PULUMI_BACKEND_URL: backendUrl, PULUMI_CONFIG_PASSPHRASE: "object-cli", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY, ...extraEnv },
+    env: { ...process.env, ...env.envVars, ...storeOf(backendUrl).env, PULUMI_BACKEND_URL: backendUrl, PULUMI_CONFIG_PASSPHRASE: "object-cli", USER_GROUPS_BASE_URL: server.url, USER_GROUPS_API_KEY: KEY, ...extraEnv },
   });
 }
 
 /** The store's secrets (and the wrong one a test tries) are in nothing the CLI printed. */
 function noSecretIn(run: CliRun, ...more: string[]): void {
-  const secrets = [...Object.entries({ ...s3.env, ...azure.env }).filter(([name]) => /KEY|SECRET|TOKEN/.test(name)).map(([, value]) => value), ...more];
+  const secrets = [...Object.entries({ ...s3.env, ...azure.env, ...gcs.env }).filter(([name]) => /KEY|SECRET|TOKEN/.test(name)).map(([, value]) => value), ...more];
   for (const secret of secrets) {
     expect(run.stdout).not.toContain(secret);
     expect(run.stderr).not.toContain(secret);
@@ -62,24 +68,31 @@ function refused(run: CliRun, code: string): string {
   return document.error.message;
 }
 
-describe.skipIf(process.platform !== "linux")("the user-groups CLI on a bucket (S3, moto)", () => {
-  it("up, preview, destroy: under the lease in the bucket, the checkpoint committed conditionally, no lock left, no credential printed", async () => {
-    const bucket = "cli-state";
-    await s3.createBucket(bucket);
-    const url = s3.backendUrl(bucket);
+const STORES = [
+  ["S3 (moto)", () => s3],
+  ["Azure Blob (Azurite)", () => azure],
+  ["GCS (fake-gcs-server)", () => gcs],
+] as const;
+
+describe.skipIf(process.platform !== "linux")("the user-groups CLI on a bucket", () => {
+  it.each(STORES)("%s: up, preview, destroy: under the lease in the bucket, the checkpoint committed conditionally, no lock left, no credential printed", async (_title, storeNow) => {
+    const store = storeNow();
+    const bucket = `cli-state-${store.kind}`;
+    await store.createBucket(bucket);
+    const url = store.backendUrl(bucket);
 
     const up = await cli(url, {}, "up", "--file", groupsFile, "--stack", "prod", "--yes", "--json");
     expect(up.code, up.stderr).toBe(0);
     noSecretIn(up);
     expect(server.groups().map((g) => g.user_group_id).sort()).toEqual(["cli-acme", "cli-initech"]);
-    const keys = await s3.list(bucket, "");
+    const keys = await store.list(bucket, "");
     expect(keys).toEqual(expect.arrayContaining([".user-groups/leases/user-groups/prod/lease.json", ".pulumi/stacks/user-groups/prod.json"]));
     expect(keys.filter((key) => key.startsWith(".pulumi/locks/"))).toEqual([]);
     // Committed from the run's private copy with the store's conditional write: our mark is its last field.
-    const checkpoint = (await s3.get(bucket, ".pulumi/stacks/user-groups/prod.json"))!.toString("utf8");
+    const checkpoint = (await store.get(bucket, ".pulumi/stacks/user-groups/prod.json"))!.toString("utf8");
     expect(checkpoint).toContain('"userGroupId":"cli-acme"');
     expect(checkpoint).toMatch(/"userGroupsCommit":\{"epoch":\d+,"seq":\d+\}\}\n$/);
-    const lease = JSON.parse((await s3.get(bucket, ".user-groups/leases/user-groups/prod/lease.json"))!.toString("utf8")) as { epoch: number; record: { released: boolean } };
+    const lease = JSON.parse((await store.get(bucket, ".user-groups/leases/user-groups/prod/lease.json"))!.toString("utf8")) as { epoch: number; record: { released: boolean } };
     expect(lease.record.released).toBe(true);
     const firstEpoch = lease.epoch;
 
@@ -91,14 +104,14 @@ describe.skipIf(process.platform !== "linux")("the user-groups CLI on a bucket (
     expect(destroy.code, destroy.stderr).toBe(0);
     noSecretIn(destroy);
     expect(server.groups().filter((g) => g.user_group_id.startsWith("cli-"))).toEqual([]);
-    const after = JSON.parse((await s3.get(bucket, ".user-groups/leases/user-groups/prod/lease.json"))!.toString("utf8")) as { epoch: number; record: { released: boolean } };
+    const after = JSON.parse((await store.get(bucket, ".user-groups/leases/user-groups/prod/lease.json"))!.toString("utf8")) as { epoch: number; record: { released: boolean } };
     expect(after.epoch).toBeGreaterThan(firstEpoch);
     expect(after.record.released).toBe(true);
-    expect((await s3.list(bucket, ".pulumi/locks/")).length).toBe(0);
+    expect((await store.list(bucket, ".pulumi/locks/")).length).toBe(0);
     // Nothing the CLI left in the bucket holds the store's credentials.
-    for (const key of await s3.list(bucket, "")) {
-      const body = (await s3.get(bucket, key))!.toString("utf8");
-      for (const [name, value] of Object.entries(s3.env)) if (/KEY|SECRET/.test(name)) expect(body, key).not.toContain(value);
+    for (const key of await store.list(bucket, "")) {
+      const body = (await store.get(bucket, key))!.toString("utf8");
+      for (const [name, value] of Object.entries(store.env)) if (/KEY|SECRET/.test(name)) expect(body, key).not.toContain(value);
     }
   }, 300_000);
 

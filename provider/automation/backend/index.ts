@@ -4,6 +4,7 @@
 // (provider/backends/), re-exported here for the folders above.
 export {
   backendUrlSecrets,
+  checkBackend,
   engineBackendEnv,
   fileBackendDir,
   LiveLockError,

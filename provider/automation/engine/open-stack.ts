@@ -6,7 +6,7 @@ import path from "node:path";
 import { ENV_HINTS } from "../../logic/credentials";
 import { type GroupSpec, assertValidStackName, RunOptions } from "../model";
 import { MissingPassphraseError, pulumiCommandOnPath, translateEngineError } from "./pulumi-cli";
-import { isStackLocked, StackLockedError, withStackLockWait, engineBackendEnv, withoutCredentials, rateBudgetEnv, fileBackendDir, removeLingeringTornSidecars, stackFilePresence } from "../backend";
+import { isStackLocked, StackLockedError, withStackLockWait, engineBackendEnv, withoutCredentials, rateBudgetEnv, fileBackendDir, checkBackend, removeLingeringTornSidecars, stackFilePresence } from "../backend";
 import { scrubSecrets } from "../../client/redact";
 import { secretValuesOf, setStackConfig } from "./stack-config";
 import { makeRunDirectory, PROJECT_NAME, type PreparedWorkspace, prepareWorkspace } from "./workspace";
@@ -89,6 +89,9 @@ async function selectStackTraced(options: RunOptions, program: PulumiFn, open: O
   // An empty one is what CI gives a job whose secret is missing (a fork's pull request): it would protect nothing.
   if (!passphrase && !passphraseFile) throw new MissingPassphraseError(passphrase === "");
   const workspace = workspaceOf(options);
+  // An object store's bucket missing, its credentials refused, its conditions ignored: one coded line, before Pulumi
+  // says it otherwise (a lock, an engine error); once per backend per process (backends/index.ts).
+  if (workspace.backendUrl) await checkBackend(workspace.backendUrl);
   const runDir = makeRunDirectory(workspace, options.stack, options.envVars?.PULUMI_HOME || process.env.PULUMI_HOME || undefined);
   const args = { stackName: options.stack, projectName: PROJECT_NAME, program };
   const settings: LocalWorkspaceOptions = {

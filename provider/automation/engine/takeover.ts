@@ -9,8 +9,8 @@
 //   5. adopts exactly those groups: a targeted `up` declaring each as the dead run
 //      did (its pending create's inputs) with adoptExisting, so that a retried
 //      request finds the group the dead run made, with its token, once,
-//   6. then clears the pending creates (a refresh with clearPendingCreates), once
-//      every one of them is dealt with.
+//   6. then clears the pending creates (the state written back without them:
+//      no engine run), once every one of them is dealt with.
 // Steps 3-6 survive an interruption: the next holder finds the same pending
 // creates in the state. The record's adopt list is never trusted alone (issue 32
 // item 5): an entry is adopted only if the stack's own checkpoint holds a
@@ -31,6 +31,7 @@ import { acquireRunLease, type CreatedEntry, RUN_ID_ENV, type RunLease, type Ado
 import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
 import { assertStateIsData, exportState } from "./state";
+import { clearPendingCreates } from "./clear-pending";
 import { proofKeyOf, provenCreated } from "./created-entries";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
@@ -347,9 +348,7 @@ async function takeOverTraced(
   // The pending creates are cleared once dealt with (all adopted, or the caller adopts them itself: recover); a group
   // whose adoption failed keeps its pending create, the proof the next holder needs to adopt it.
   const settled = !options.adopt || adopt.every((entry) => adopted.includes(entry.resourceName) || adoptingSpec(entry) === undefined);
-  if (operations.some((op) => op.type === "creating") && settled) {
-    await engineRun("refresh", options.stackName, () => runOnly(options.stack).refresh({ clearPendingCreates: true, ...(stackUrn ? { target: [stackUrn] } : {}), ...common }));
-  }
+  if (operations.some((op) => op.type === "creating") && settled) await clearPendingCreates(options.stack, options.stackName, options.lease);
   return { removedLocks: locks, repairedFiles, pending, adopted, notAdopted, killedProcesses };
 }
 
