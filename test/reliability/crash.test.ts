@@ -15,7 +15,7 @@ import { type CrashTrialResult, describeTrial, runCrashBench } from "../../testk
 import { REPO_ROOT } from "../support/pulumi-env";
 
 describe.skipIf(process.platform !== "linux")("crash consistency (kill -9 during up)", () => {
-  it("recovers from a kill early in creating 12 groups, mid-way in creating them in shards of 4 (the kill in both running shards), late in rotating them", async () => {
+  it("recovers from a kill early in creating 12 groups, mid-way in creating them in shards of 4 (the kill in both running shards), late in rotating them, and mid-way in destroying them", async () => {
     const workRoot = path.join(REPO_ROOT, ".work");
     // trialPlan(2, 12): a create killed once 3 groups exist, a rotation killed once 9 have their new token.
     const plain = await runCrashBench({ trials: 2, groups: 12, workRoot, onTrial: (r, i) => console.log(`crash: ${describeTrial(r, i)}`) });
