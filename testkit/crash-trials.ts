@@ -2,23 +2,28 @@
 // and its plugins) while it creates or rotates many groups, recover with
 // `recoverStack`, and check that the stack converged: exactly one server group
 // per declared group, no orphan, no lost token, no pending operation, nothing
-// left running, and a preview and a refresh with no changes.
+// left running, and a preview and a refresh with no changes. A create from an
+// empty stack runs without a checkpoint per step (its intents in the run record:
+// provider/automation/engine/intents.ts), as does a destroy: a `pulumi destroy`
+// killed mid-way is followed by a plain `up` of the same groups (its takeover
+// reads the deleted ones back), checked the same way, then a destroy that must
+// leave the service empty.
 // Shared by test/reliability/crash.test.ts (a few trials) and bench/crash.ts
 // (`npm run bench:crash`, twenty).
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type FakeServer, startFakeServer } from "../fake-server/index.js";
-import { previewUserGroups, provisionUserGroups, type RecoveryReport, recoverStack, refreshUserGroups, type RunOptions } from "../provider/automation/index.js";
+import { destroyUserGroups, previewUserGroups, provisionUserGroups, type RecoveryReport, recoverStack, refreshUserGroups, type RunOptions, type TakeoverReport } from "../provider/automation/index.js";
 import { nameOfUrn } from "../provider/automation/internal.js";
 import { findPulumiUps, isRunning, killTree } from "./kill-tree.js";
 
-export type TrialKind = "create" | "rotate";
+export type TrialKind = "create" | "rotate" | "destroy";
 
 export interface CrashTrialSpec {
   readonly kind: TrialKind;
   readonly groups: number;
-  /** Kill once this many groups exist (create) or have a new token (rotate). */
+  /** Kill once this many groups exist (create), have a new token (rotate) or are deleted (destroy). */
   readonly killAt: number;
   /** RunOptions.shardSize: below `groups`, the up runs several shards at once and the kill lands in each. */
   readonly shardSize?: number;
@@ -32,6 +37,9 @@ export interface CrashTrialResult extends CrashTrialSpec {
   readonly doneAfterKill: number;
   /** Groups the state recorded, and its pending operations, as the killed run left it. */
   readonly recordedAtKill: number;
+  /** Intents of a checkpoint-free run in its run record as the killed run left it: groups to create, groups to delete. */
+  readonly intentsAtKill: number;
+  readonly removingAtKill: number;
   readonly pendingCreates: number;
   readonly pendingOther: number;
   /** Pending creates whose group existed on the server: adoption was needed for them. */
@@ -57,16 +65,18 @@ export interface CrashBenchOptions {
   readonly delayMs?: number;
   /** RunOptions.shardSize of every trial. */
   readonly shardSize?: number;
+  /** The trials' kinds, taking turns (default create, rotate). */
+  readonly kinds?: readonly TrialKind[];
   readonly onTrial?: (result: CrashTrialResult, index: number) => void;
 }
 
 const KEY = "bench-crash-key-0001";
 const PROJECT = "user-groups";
 
-/** Kill points spread over 1..groups-1, create and rotate alternating. */
-export function trialPlan(trials: number, groups: number): CrashTrialSpec[] {
+/** Kill points spread over 1..groups-1, the kinds (by default create and rotate) taking turns. */
+export function trialPlan(trials: number, groups: number, kinds: readonly TrialKind[] = ["create", "rotate"]): CrashTrialSpec[] {
   return Array.from({ length: trials }, (_, i) => ({
-    kind: i % 2 === 0 ? "create" : "rotate",
+    kind: kinds[i % kinds.length]!,
     groups,
     killAt: 1 + Math.floor(((i + 0.5) * (groups - 1)) / trials),
   }));
@@ -116,15 +126,32 @@ function lockFiles(backendDir: string): string[] {
   return readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".json"));
 }
 
-/** Starts the `up`, and SIGKILLs its process tree (every shard's `pulumi up` running then) once `progress()` reaches `killAt`. */
-async function upAndKill(run: () => Promise<unknown>, stack: string, progress: () => number, killAt: number) {
+/** A checkpoint-free run's intents in the run records of the stack and its shards (file backend: the newest lease file of each). */
+function readIntents(backendDir: string, stack: string): { intents: string[]; removing: string[] } {
+  const root = path.join(backendDir, ".user-groups", "leases", PROJECT);
+  const dirs = existsSync(root) ? readdirSync(root).filter((d) => d === stack || (d.startsWith(`${stack}.shard-`) && /^\.shard-\d+$/.test(d.slice(stack.length)))) : [];
+  const intents: string[] = [];
+  const removing: string[] = [];
+  for (const dir of dirs) {
+    const files = readdirSync(path.join(root, dir)).filter((f) => /^lease-\d+\.json$/.test(f));
+    const newest = files.sort((a, b) => Number(/\d+/.exec(b)![0]) - Number(/\d+/.exec(a)![0]))[0];
+    if (newest === undefined) continue;
+    const record = JSON.parse(readFileSync(path.join(root, dir, newest), "utf8")) as { intents?: Array<{ resourceName: string }>; removing?: string[] };
+    intents.push(...(record.intents ?? []).map((entry) => entry.resourceName));
+    removing.push(...(record.removing ?? []));
+  }
+  return { intents, removing };
+}
+
+/** Starts the `up` (or destroy), and SIGKILLs its process tree (every shard's CLI running then) once `progress()` reaches `killAt`. */
+async function upAndKill(run: () => Promise<unknown>, stack: string, progress: () => number, killAt: number, command: "up" | "destroy" = "up") {
   let killedPids: number[] = [];
   let doneAtKill = -1;
   const watcher = setInterval(() => {
     if (killedPids.length > 0) return;
     const done = progress();
     if (done < killAt) return;
-    const clis = findPulumiUps(stack);
+    const clis = findPulumiUps(stack, command);
     if (clis.length === 0) return;
     doneAtKill = done;
     killedPids = clis.flatMap(killTree);
@@ -162,7 +189,7 @@ export async function runCrashTrial(server: FakeServer, spec: CrashTrialSpec, wo
   const problems: string[] = [];
   try {
     await server.reset();
-    const delays = [{ method: "GET" as const, action: "delay" as const, delayMs }, { method: "POST" as const, action: "delay" as const, delayMs }];
+    const delays = (["GET", "POST", "DELETE"] as const).map((method) => ({ method, action: "delay" as const, delayMs }));
     let declared = declaredGroups(spec.groups, "r1");
     const before = new Map<string, string>();
     let progress = () => server.groups().length;
@@ -172,8 +199,15 @@ export async function runCrashTrial(server: FakeServer, spec: CrashTrialSpec, wo
       declared = declaredGroups(spec.groups, "r2");
       progress = () => server.groups().filter((g) => g.token !== before.get(g.user_group_id)).length;
     }
+    if (spec.kind === "destroy") {
+      await provisionUserGroups({ ...options, groups: declared });
+      progress = () => spec.groups - server.groups().length;
+    }
     server.setFaults(delays);
-    const { killedPids, doneAtKill } = await upAndKill(() => provisionUserGroups({ ...options, groups: declared }), stack, progress, spec.killAt);
+    const { killedPids, doneAtKill } =
+      spec.kind === "destroy"
+        ? await upAndKill(() => destroyUserGroups(options), stack, progress, spec.killAt, "destroy")
+        : await upAndKill(() => provisionUserGroups({ ...options, groups: declared }), stack, progress, spec.killAt);
     // The server still carries out what reached it before the kill: wait until that has landed.
     // A bounded wait, not a condition: the server does not say how many requests it holds, and
     // each lands at most `delayMs` (the injected delay) after it arrived; the same pause is the
@@ -182,14 +216,26 @@ export async function runCrashTrial(server: FakeServer, spec: CrashTrialSpec, wo
     const survivors = killedPids.filter(isRunning).length;
     const doneAfterKill = progress();
     const killedState = readState(backendDir, stack);
+    const killedIntents = readIntents(backendDir, stack);
     const pendingCreates = killedState.pending.filter((op) => op.type === "creating").map((op) => op.name);
     const onServer = new Set(server.groups().map((g) => `default.${g.user_group_id}`));
-    const unaccounted = [...onServer].filter((name) => !killedState.recorded.includes(name) && !pendingCreates.includes(name));
+    const unaccounted = [...onServer].filter((name) => !killedState.recorded.includes(name) && !pendingCreates.includes(name) && !killedIntents.intents.includes(name));
 
     let report: RecoveryReport | undefined;
     try {
-      report = await recoverStack({ ...options, groups: declared });
-      problems.push(...(await convergenceProblems(server, options, declared, report.up.groups, backendDir, stack)));
+      if (spec.kind === "destroy") {
+        // The next run is a plain up of the same groups: its takeover reads back what the killed destroy deleted.
+        const takeovers: TakeoverReport[] = [];
+        const up = await provisionUserGroups({ ...options, groups: declared, onTakeover: (t) => takeovers.push(t) });
+        report = { removedLocks: takeovers.flatMap((t) => t.removedLocks.map((lock) => lock.key)), repairedFiles: takeovers.flatMap((t) => t.repairedFiles), pending: [], adopted: [], undeclaredPendingCreates: [], up };
+        problems.push(...(await convergenceProblems(server, options, declared, up.groups, backendDir, stack)));
+        await destroyUserGroups(options);
+        if (server.groups().length > 0) problems.push(`${server.groups().length} groups left on the service after the destroy`);
+        if (readState(backendDir, stack).recorded.length > 0) problems.push("the state still holds groups after the destroy");
+      } else {
+        report = await recoverStack({ ...options, groups: declared });
+        problems.push(...(await convergenceProblems(server, options, declared, report.up.groups, backendDir, stack)));
+      }
     } catch (error) {
       problems.push(`recovery failed: ${firstErrorLine(error)}`);
     }
@@ -203,6 +249,8 @@ export async function runCrashTrial(server: FakeServer, spec: CrashTrialSpec, wo
       doneAtKill,
       doneAfterKill,
       recordedAtKill: killedState.recorded.length,
+      intentsAtKill: killedIntents.intents.length,
+      removingAtKill: killedIntents.removing.length,
       pendingCreates: pendingCreates.length,
       pendingOther: killedState.pending.length - pendingCreates.length,
       adoptedExisting: report?.adopted.filter((name) => onServer.has(name)).length ?? 0,
@@ -265,7 +313,7 @@ export async function runCrashBench(options: CrashBenchOptions): Promise<CrashBe
   const server = await startFakeServer({ apiKeys: [{ key: KEY, environment: "Customer" }], journalSize: 100_000 });
   const results: CrashTrialResult[] = [];
   try {
-    for (const [index, spec] of trialPlan(options.trials, options.groups).entries()) {
+    for (const [index, spec] of trialPlan(options.trials, options.groups, options.kinds).entries()) {
       const shard = options.shardSize !== undefined ? { shardSize: options.shardSize } : {};
       const result = await runCrashTrial(server, { ...spec, ...shard }, root, `crash${index}`, options.delayMs);
       results.push(result);
@@ -291,7 +339,7 @@ export async function runCrashBench(options: CrashBenchOptions): Promise<CrashBe
 export function describeTrial(r: CrashTrialResult, index: number): string {
   return (
     `trial ${index + 1} ${r.kind} ${r.groups} groups, kill at ${r.killAt}: ${r.killed ? `killed at ${r.doneAtKill} (${r.doneAfterKill} once landed)` : "NOT KILLED (finished first)"}, ` +
-    `state had ${r.recordedAtKill} recorded, ${r.pendingCreates} pending creates, ${r.pendingOther} other pending; ` +
+    `state had ${r.recordedAtKill} recorded, ${r.pendingCreates} pending creates, ${r.pendingOther} other pending; record had ${r.intentsAtKill} intents, ${r.removingAtKill} removing; ` +
     `adopted ${r.adoptedExisting} existing, ${r.unaccounted} unaccounted, ${r.removedLocks} stale locks removed, ${r.repairedFiles.length > 0 ? `repaired ${r.repairedFiles.join(" ")}, ` : ""}${r.survivors} survivors; ` +
     `${r.problems.length === 0 ? "converged" : `PROBLEMS: ${r.problems.join("; ")}`} (${r.seconds.toFixed(1)} s)`
   );

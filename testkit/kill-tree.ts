@@ -61,11 +61,11 @@ export function findPulumiUp(stack: string): number | undefined {
 }
 
 /** Every `pulumi up` of this process's of the stack or of one of its shards (`<stack>.shard-<n>`). */
-export function findPulumiUps(stack: string): number[] {
+export function findPulumiUps(stack: string, command: "up" | "destroy" = "up"): number[] {
   return descendantsOf(process.pid).filter((pid) => {
     const args = commandLine(pid).split(" ");
     const target = args[args.indexOf("--stack") + 1] ?? "";
-    return /(^|\/)pulumi$/.test(args[0] ?? "") && args[1] === "up" && (target === stack || /^\.shard-\d+$/.test(target.slice(stack.length)) && target.startsWith(stack));
+    return /(^|\/)pulumi$/.test(args[0] ?? "") && args[1] === command && (target === stack || /^\.shard-\d+$/.test(target.slice(stack.length)) && target.startsWith(stack));
   });
 }
 

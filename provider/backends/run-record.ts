@@ -72,6 +72,13 @@ export interface RunRecord extends RunClaim {
   readonly adopt: readonly AdoptEntry[];
   /** Groups created by a fleet under the lease, not yet adopted into the state (absent: none). */
   readonly created?: readonly CreatedEntry[];
+  /**
+   * A checkpoint-free run's intents (automation/engine/intents.ts): the groups it is about to
+   * create, each proven as a `created` entry is; a takeover adopts those the service holds and drops the rest.
+   */
+  readonly intents?: readonly CreatedEntry[];
+  /** A checkpoint-free run's groups about to be deleted: a takeover reads them back (a deleted one leaves the state). */
+  readonly removing?: readonly string[];
 }
 
 const claimSchema = z.object({
@@ -88,13 +95,17 @@ const adoptEntrySchema = z.object({
   inputs: z.record(z.string(), z.unknown()),
 });
 
+const createdEntrySchema = adoptEntrySchema.extend({ epoch: z.number().int().nonnegative().optional(), proof: z.string().max(200).optional() });
+
 const recordSchema = claimSchema.extend({
   version: z.literal(1),
   expiresAt: z.number(),
   released: z.boolean(),
   unfinished: z.array(claimSchema).max(1000),
   adopt: z.array(adoptEntrySchema).max(100_000),
-  created: z.array(adoptEntrySchema.extend({ epoch: z.number().int().nonnegative().optional(), proof: z.string().max(200).optional() })).max(100_000).optional(),
+  created: z.array(createdEntrySchema).max(100_000).optional(),
+  intents: z.array(createdEntrySchema).max(100_000).optional(),
+  removing: z.array(z.string().min(1).max(1024)).max(100_000).optional(),
 }) satisfies z.ZodType<RunRecord>;
 
 /** A run record read from the backend: outside data, checked before it decides anything. */

@@ -12,6 +12,9 @@ import { assertStateIsData, exportState, PREVIEW_ENGINE_ENV, proveUnchanged } fr
 import { baseUrlNotAllowed, ChangeTracker, RunFailedError, missingCredentials, serviceFailure } from "./change-tracker";
 import { runError } from "./open-stack";
 import { engineRun } from "./run-telemetry";
+import { checkpointFreePlan, withCheckpointsWhereNeeded } from "./intents";
+import { proofKeyOf } from "./created-entries";
+import type { RunLease } from "../lease";
 
 function summaryOf(changes: Map<string, GroupChange>): RunSummary {
   const counts = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
@@ -51,6 +54,8 @@ export interface DeclaredRunPlace {
   readonly tracker: ChangeTracker;
   /** The run lease's signal: aborted when the lease is lost. */
   readonly signal: AbortSignal | undefined;
+  /** The run lease (undefined: none): a checkpoint-free up or destroy writes its intents to its record (intents.ts). */
+  readonly lease?: RunLease | undefined;
   /** The state as read under the lease already, if it was. */
   readonly state?: Deployment | undefined;
   /** What the stack's program (programFor) noted of each group as the engine answered its `up`. */
@@ -92,14 +97,23 @@ export async function runDeclared(operation: Operation, options: RunOptions, spe
         await engineRun("preview", options.stack, () => stack.preview({ ...common, ...refresh }));
         break;
       case "up":
-        await engineRun("up", options.stack, () => runOnly(stack).up({ ...common, ...refresh }));
+        // Without a checkpoint per step where the record's intents keep a crash consistent (intents.ts); never with a refresh first.
+        await withCheckpointsWhereNeeded(
+          { stack, lease: place.lease, proofKey: () => proofKeyOf(stack, state, options.stack) },
+          options.refresh === true ? undefined : checkpointFreePlan(operation, state, specs),
+          () => engineRun("up", options.stack, () => runOnly(stack).up({ ...common, ...refresh })),
+        );
         ranUp = true;
         break;
       case "refresh":
         await engineRun("refresh", options.stack, () => runOnly(stack).refresh(common));
         break;
       case "destroy":
-        await engineRun("destroy", options.stack, () => runOnly(stack).destroy(common));
+        await withCheckpointsWhereNeeded(
+          { stack, lease: place.lease, proofKey: () => proofKeyOf(stack, state, options.stack) },
+          checkpointFreePlan(operation, state, specs),
+          () => engineRun("destroy", options.stack, () => runOnly(stack).destroy(common)),
+        );
         break;
     }
     const summary = summaryOf(tracker.changes);

@@ -24,7 +24,7 @@ import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { readdirSync, readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
-import { type GroupSpec, groupSpecSchema, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
+import { type GroupSpec, groupSpecSchema, type RunOptions, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
 import { acquireRunLease, type CreatedEntry, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
@@ -33,6 +33,7 @@ import { PROJECT_NAME } from "./workspace";
 import { assertStateIsData, exportState } from "./state";
 import { clearPendingCreates } from "./clear-pending";
 import { proofKeyOf, provenCreated } from "./created-entries";
+import { hasIntents, settleIntents } from "./intents";
 import { type Clock, systemClock } from "../../clock";
 import { automationInstruments, inSpan, setSpanAttributes } from "../telemetry";
 import { engineRun } from "./run-telemetry";
@@ -211,6 +212,8 @@ export interface TakeoverOptions {
   readonly quiet?: QuietOptions;
   /** The shard this stack is (its engine runs' spans say so), if it is one. */
   readonly shard?: number;
+  /** The run's options, to settle a dead checkpoint-free run's intents (intents.ts); absent: they stay for the next holder. */
+  readonly intents?: RunOptions;
 }
 
 /**
@@ -256,7 +259,7 @@ export async function takeOver(options: TakeoverOptions): Promise<TakeoverReport
     if (lease.store.privateEngine) throw new StackLockedError(options.stackName);
     return undefined;
   }
-  if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0 && (lease.current.created ?? []).length === 0) return undefined;
+  if (!options.always && locks.length === 0 && claims.length === 0 && lease.current.adopt.length === 0 && (lease.current.created ?? []).length === 0 && !hasIntents(lease.current)) return undefined;
 
   // Something to take over: its span (what was taken over, from whom) and count (docs/observability.md).
   const oldEpochs = claims.map((c) => c.epoch).filter((e): e is number => e !== undefined);
@@ -317,7 +320,10 @@ async function takeOverTraced(
     options.onOutput?.(`Not adopting ${JSON.stringify(entry.resourceName)} listed in the run record of stack ${JSON.stringify(options.stackName)}: ${entry.why} (a record planted, or left by an older run); it is not touched.\n`);
   }
   // The record's `created` entries (a fleet's sign-ups): only those proven under this stack's secret (lease/created-proof.ts).
-  const created = await provenCreated(options, await proofKeyOf(options.stack, exported, options.stackName), lease.current.created ?? []);
+  const proofKey = await proofKeyOf(options.stack, exported, options.stackName);
+  // A dead checkpoint-free run's intents: its deletes read back, its creates the service holds become `created` entries.
+  await settleIntents(options, exported, proofKey);
+  const created = await provenCreated(options, proofKey, lease.current.created ?? []);
   const adopt = mergeAdopt(kept, ownPending);
   // Written down before anything changes: a takeover interrupted from here on is finished by the next holder (the state keeps the pending creates until step 6).
   await lease.update({ unfinished: [], adopt });
@@ -456,6 +462,7 @@ export interface LeasedRunOptions {
   readonly parallel?: number;
   readonly onTakeover?: (report: TakeoverReport) => void;
   readonly quiet?: QuietOptions;
+  readonly intents?: RunOptions;
 }
 
 /**

@@ -90,7 +90,20 @@ export function successorRecord(previous: RunRecord | undefined, me: RunClaim, t
   const unfinished = [...(previous?.unfinished ?? []), ...(died ? [claim] : [])].slice(-100);
   // A fleet's created entries stay until adopted: a holder that released adopted them first, a dead one left them to its successor.
   const created = previous?.created ?? [];
-  return { version: 1, ...me, expiresAt: me.renewedAt + ttlMs, released: false, unfinished, adopt: previous?.adopt ?? [], ...(created.length > 0 ? { created } : {}) };
+  // A checkpoint-free run's intents stay until a takeover settles them (engine/intents.ts).
+  const intents = previous?.intents ?? [];
+  const removing = previous?.removing ?? [];
+  return {
+    version: 1,
+    ...me,
+    expiresAt: me.renewedAt + ttlMs,
+    released: false,
+    unfinished,
+    adopt: previous?.adopt ?? [],
+    ...(created.length > 0 ? { created } : {}),
+    ...(intents.length > 0 ? { intents } : {}),
+    ...(removing.length > 0 ? { removing } : {}),
+  };
 }
 
 export class RunLeaseLostError extends UserGroupsError {

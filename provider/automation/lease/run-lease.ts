@@ -116,12 +116,12 @@ export class RunLease {
   }
 
   /** Changes the record (renewing it); one write at a time. */
-  update(change: Partial<Pick<RunRecord, "unfinished" | "adopt" | "created">>): Promise<void> {
+  update(change: Partial<Pick<RunRecord, "unfinished" | "adopt" | "created" | "intents" | "removing">>): Promise<void> {
     return this.updateWith(() => change);
   }
 
   /** Changes the record as `change` says of the record as it is once the writes before it are done (renewing it). */
-  updateWith(change: (record: RunRecord) => Partial<Pick<RunRecord, "unfinished" | "adopt" | "created">>): Promise<void> {
+  updateWith(change: (record: RunRecord) => Partial<Pick<RunRecord, "unfinished" | "adopt" | "created" | "intents" | "removing">>): Promise<void> {
     const next = this.writing.then(async () => {
       if (this.released || this.lost) return;
       const changed = change(this.record);

@@ -136,7 +136,7 @@ async function recoverOnce(planned: PlannedRun, store: LeaseStore | undefined, r
       const state = await exportState(prepared.stack);
       assertOwnProviderCode(state, options.stack);
       if (lease) {
-        taken = await takeOver({ lease, stack: prepared.stack, stackName: options.stack, backendUrl: prepared.backendUrl, adopt: false, always: true, ...common });
+        taken = await takeOver({ lease, stack: prepared.stack, stackName: options.stack, backendUrl: prepared.backendUrl, adopt: false, always: true, intents: options, ...common });
         // The pending creates, and a fleet's record-first sign-ups not yet in the state (the record's `created` entries the
         // takeover found proven under the stack's secret: it dropped every other one, saying so).
         adopt = [...new Set([...lease.current.adopt, ...(lease.current.created ?? [])].map((entry) => entry.resourceName))];

@@ -38,6 +38,8 @@ export interface ShardRunContext {
   readonly tracker: ChangeTracker;
   /** The lease's signal: aborted when the lease is lost. */
   readonly signal: AbortSignal | undefined;
+  /** The run lease (undefined: a backend without one): a checkpoint-free run writes its intents to its record. */
+  readonly lease: RunLease | undefined;
   /** A whole-set run's state as read under the lease (the rule and the delete guard judge the same one). */
   readonly state: Deployment | undefined;
   /** A targeted up's groups whose entry names another shard: not to be created here (the others are claimed). */
@@ -104,10 +106,12 @@ export async function runShard<T>(shard: ShardOf, run: ShardRun<T>): Promise<Sha
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
           ...(options.onTakeover ? { onTakeover: options.onTakeover } : {}),
+          // A dead checkpoint-free run's intents are settled with the service this run's options name (engine/intents.ts).
+          intents: options,
         },
-        (signal) => {
+        (signal, lease) => {
           tracker = newTracker();
-          return underTheRule(shard, run, { stack: opened.stack, backendUrl: opened.backendUrl, tracker, signal });
+          return underTheRule(shard, run, { stack: opened.stack, backendUrl: opened.backendUrl, tracker, signal, lease });
         },
       );
     } catch (error) {
