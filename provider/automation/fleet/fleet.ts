@@ -134,12 +134,13 @@ export class UserGroupFleet {
         const opened = await this.fleetShards.open(shard);
         // Read on every fleet (a replica on the engine-run path sees a record-first replica's groups too).
         const record = await peekRecord(opened.store);
-        const groups = groupsInState(await readStateWithSecrets(opened.stack));
+        const state = await readStateWithSecrets(opened.stack);
+        const groups = groupsInState(state);
         // A group a state holds without an entry (a directory an older version left out of step) gets one (shards/directory-rule.ts).
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
         // Groups another replica answered and has not adopted yet (its record's proven created entries): seen at once.
         const inState = new Set([...groups.map((group) => group.resourceName), ...here]);
-        const elsewhere = await recordedElsewhere(this.options, { stack: opened.stack, stackName: this.fleetShards.stackNameOf(shard) }, record, inState);
+        const elsewhere = await recordedElsewhere(this.options, { stack: opened.stack, stackName: this.fleetShards.stackNameOf(shard), state }, record, inState);
         return [...groups, ...elsewhere];
       });
       // Groups this fleet answered and has not adopted yet (record-first sign-ups): seen at once.
