@@ -73,9 +73,9 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
-    // The record-first sign-up (issue #44) is not the default yet: PostgreSQL's fault history (pause, black hole, partitions,
-    // restart) found a list() that missed a group another replica had answered (docs/fleet-replicas.md, "Not yet").
-    signUps ??= "none";
+    // The record-first sign-up (issue #44) is the default on the engine's runner (docs/fleet-replicas.md); a runner a unit
+    // test gives (no engine, no lease) keeps every ensure on the engine-run path unless it gives a sign-up seam too.
+    signUps ??= runner === undefined ? "engine" : "none";
     if (signUps === "none") this.signUps = undefined;
     else if (signUps === "engine" || typeof signUps === "function") {
       const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
