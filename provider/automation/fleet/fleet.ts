@@ -73,9 +73,9 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
-    // The record-first sign-up (issue #44) is the default on the engine's runner (docs/fleet-replicas.md); a runner a unit
-    // test gives (no engine, no lease) keeps every ensure on the engine-run path unless it gives a sign-up seam too.
-    signUps ??= runner === undefined ? "engine" : "none";
+    // The record-first sign-up (issue #44) is not the default yet: PostgreSQL's fault history on it failed a caller with a
+    // state read killed as a lost run's process (docs/fleet-replicas.md, "Not yet").
+    signUps ??= "none";
     if (signUps === "none") this.signUps = undefined;
     else if (signUps === "engine" || typeof signUps === "function") {
       const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
@@ -278,9 +278,8 @@ export function fastPathFleet(options: FleetOptions): UserGroupFleet {
 /**
  * @internal A fleet whose every ensure is an engine run (the default, and the
  * fallback of a sign-up the record-first path cannot serve): the bench's
- * "today's ensure" for comparison. All replicas of one stack should take
- * the same path: a sign-up's lease excludes this path's runs, so mixing them is
- * safe, but list() on this one does not show another replica's answered groups.
+ * "today's ensure" for comparison. A sign-up's lease excludes this path's runs,
+ * and list() on either path reads the records, so replicas may mix the paths.
  */
 export function slowPathFleet(options: FleetOptions): UserGroupFleet {
   return new UserGroupFleet(options, undefined, "none");

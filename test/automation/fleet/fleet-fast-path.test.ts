@@ -100,7 +100,7 @@ describe("record-first sign-ups", () => {
     expect(await stateGroups("fast-a")).toEqual([]);
     expect((await fleet.list()).map((g) => [g.userGroupId, g.token])).toEqual([["acme", got.token]]);
     // Another replica sees it at once too (issue #44 item 4): the record's proven entry, its token read back from the service.
-    // (A replica made without a sign-up seam: the default, record-first; an engine-run-path one reads the record too.)
+    // (An engine-run-path replica, the default: its list() reads the record too.)
     const other = new UserGroupFleet(runOptions("fast-a", { workDir: path.join(env.workDir, "fast-a-other"), lockTimeoutMs: 120_000 }));
     fleets.push(other);
     expect((await other.list()).map((g) => [g.userGroupId, g.name, g.token, g.apiEnvironmentTag])).toEqual([["acme", "Acme", got.token, "Customer"]]);

@@ -33,14 +33,15 @@ const stack = { name: "tenants", workspace: { envVars: { PULUMI_CONFIG_PASSPHRAS
 
 describe("the proof key of a fleet's record entries", () => {
   it("is the same under a checkpoint rewritten with another salt (another replica's run): an entry proven before is proven after", async () => {
+    const rewritten = checkpointWithFreshSalt();
     const before = await proofKeyOf(stack, checkpointWithFreshSalt(), "tenants");
-    const after = await proofKeyOf(stack, checkpointWithFreshSalt(), "tenants");
+    const after = await proofKeyOf(stack, rewritten, "tenants");
     expect(before).toBeDefined();
     const entry = provenEntry(before!, { resourceName: "default.acme", inputs: { name: "Acme", userGroupId: "acme" } });
     expect(unprovenWhy(after, entry)).toBeUndefined();
     // Still the stack's own: another stack's key refuses it, and a wrong passphrase gets no key at all.
-    expect(unprovenWhy(await proofKeyOf(stack, checkpointWithFreshSalt(), "tenants.shard-1"), entry)).toMatch(/does not match/);
+    expect(unprovenWhy(await proofKeyOf(stack, rewritten, "tenants.shard-1"), entry)).toMatch(/does not match/);
     const wrong = { name: "tenants", workspace: { envVars: { PULUMI_CONFIG_PASSPHRASE: "not-it" }, workDir: tmpdir() } } as unknown as Stack;
-    await expect(proofKeyOf(wrong, checkpointWithFreshSalt(), "tenants")).rejects.toMatchObject({ code: "wrong_passphrase" });
+    await expect(proofKeyOf(wrong, rewritten, "tenants")).rejects.toMatchObject({ code: "wrong_passphrase" });
   }, 60_000);
 });
