@@ -4,12 +4,16 @@
 // said on the run's output (run_record_entry_unproven) and dropped from the record.
 import type { Stack } from "@pulumi/pulumi/automation";
 import { checkCreatedEntries, createdProofKey, type CreatedEntry, type RunLease, UnprovenRecordEntryError } from "../lease";
-import { stackSecretsKey } from "./state";
+import { passphraseProofSecret, stackSecretsKey } from "./state";
 
-/** The key proving this stack's record entries, from the state's secrets key (undefined: not a passphrase stack). */
+/**
+ * The key proving this stack's record entries (undefined: not a passphrase stack): the passphrase checked against this
+ * state first (its secrets key), then the proof secret of the passphrase alone, which no checkpoint's salt changes.
+ */
 export async function proofKeyOf(stack: Stack, state: unknown, stackName: string): Promise<Buffer | undefined> {
   const key = await stackSecretsKey(stack, state as Parameters<typeof stackSecretsKey>[1]);
-  return key === undefined ? undefined : createdProofKey(key, stackName);
+  const secret = key === undefined ? undefined : await passphraseProofSecret(stack);
+  return secret === undefined ? undefined : createdProofKey(secret, stackName);
 }
 
 /**

@@ -19,4 +19,4 @@ export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { KNOWN_PROVIDER_TEXTS, PREVIEW_ENGINE_ENV, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./state";
 // assertOwnProviderCode: the earlier name of assertStateIsData (it checked `__provider` only), kept for its callers.
 export { assertStateIsData, assertStateIsData as assertOwnProviderCode, checkedState, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state";
-export { exportState, importState, knownSecretsKey, stackSecretsKey, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state";
+export { exportState, importState, knownSecretsKey, passphraseProofSecret, stackSecretsKey, type ImportStateOptions, readStateWithSecrets, SecretsNotReadableError } from "./state";

@@ -73,8 +73,8 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
-    // The record-first sign-up (issue #44) is not the default yet: PostgreSQL's fault history (pause, black hole, partitions,
-    // restart) found a list() that missed a group another replica had answered (docs/fleet-replicas.md, "Not yet").
+    // The record-first sign-up (issue #44) is not the default yet: PostgreSQL's fault history on it failed a caller with a
+    // state read killed as a lost run's process (docs/fleet-replicas.md, "Not yet").
     signUps ??= "none";
     if (signUps === "none") this.signUps = undefined;
     else if (signUps === "engine" || typeof signUps === "function") {
@@ -134,12 +134,13 @@ export class UserGroupFleet {
         const opened = await this.fleetShards.open(shard);
         // Read on every fleet (a replica on the engine-run path sees a record-first replica's groups too).
         const record = await peekRecord(opened.store);
-        const groups = groupsInState(await readStateWithSecrets(opened.stack));
+        const state = await readStateWithSecrets(opened.stack);
+        const groups = groupsInState(state);
         // A group a state holds without an entry (a directory an older version left out of step) gets one (shards/directory-rule.ts).
         await recordUnlisted(sharded.directory, shard, groups.map((group) => group.resourceName), known);
         // Groups another replica answered and has not adopted yet (its record's proven created entries): seen at once.
         const inState = new Set([...groups.map((group) => group.resourceName), ...here]);
-        const elsewhere = await recordedElsewhere(this.options, { stack: opened.stack, stackName: this.fleetShards.stackNameOf(shard) }, record, inState);
+        const elsewhere = await recordedElsewhere(this.options, { stack: opened.stack, stackName: this.fleetShards.stackNameOf(shard), state }, record, inState);
         return [...groups, ...elsewhere];
       });
       // Groups this fleet answered and has not adopted yet (record-first sign-ups): seen at once.
@@ -277,9 +278,8 @@ export function fastPathFleet(options: FleetOptions): UserGroupFleet {
 /**
  * @internal A fleet whose every ensure is an engine run (the default, and the
  * fallback of a sign-up the record-first path cannot serve): the bench's
- * "today's ensure" for comparison. All replicas of one stack should take
- * the same path: a sign-up's lease excludes this path's runs, so mixing them is
- * safe, but list() on this one does not show another replica's answered groups.
+ * "today's ensure" for comparison. A sign-up's lease excludes this path's runs,
+ * and list() on either path reads the records, so replicas may mix the paths.
  */
 export function slowPathFleet(options: FleetOptions): UserGroupFleet {
   return new UserGroupFleet(options, undefined, "none");

@@ -5,9 +5,12 @@
 // nothing, and a takeover that adopted it would declare a group of the planter's
 // choosing under the stack's API key. So each entry carries an HMAC-SHA256 over
 // what it says (its resource name, its inputs in canonical JSON, its epoch),
-// keyed by HKDF-SHA256 from the stack's own secrets key (the passphrase secrets
-// manager's AES key: PBKDF2 of the passphrase and the state's salt, checked
-// against the state's check value) with the stack's name in its `info`:
+// keyed by HKDF-SHA256 from a secret of the stack's passphrase (PBKDF2 of the
+// passphrase with this package's fixed salt, 1,000,000 rounds as Pulumi's own;
+// the passphrase first checked against the state's check value) with the stack's
+// name in its `info`. Not from the passphrase secrets manager's key itself: that
+// one follows the checkpoint's salt, which a run from another replica's workspace
+// may rewrite (engine/state/state-document.ts passphraseProofSecret):
 //
 // - a planted entry has no proof, or one made without the key: refused;
 // - a tampered entry (another name, other inputs, another epoch) fails its proof: refused;
@@ -32,7 +35,7 @@ const PROOF_PREFIX = "v1:";
 const HKDF_SALT = "pulumi-user-groups";
 const HKDF_INFO = "run record created entry v1";
 
-/** The key proving this stack's `created` entries, from its secrets key (undefined: the stack has none we can read). */
+/** The key proving this stack's `created` entries, from its passphrase's proof secret (engine: passphraseProofSecret). */
 export function createdProofKey(secretsKey: Buffer, stackName: string): Buffer {
   return Buffer.from(hkdfSync("sha256", secretsKey, HKDF_SALT, `${HKDF_INFO}\u0000${stackName}`, 32));
 }

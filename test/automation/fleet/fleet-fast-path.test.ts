@@ -11,7 +11,9 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type GroupSpec, GroupsValidationError, UserGroupExistsError, UserGroupFleet } from "../../../provider/automation";
 import type { SignUpSeam } from "../../../provider/automation/fleet";
-import { PROJECT_NAME, readStateWithSecrets, selectStack } from "../../../provider/automation/engine";
+import { peekRecord, recordedElsewhere } from "../../../provider/automation/fleet/sign-ups";
+import { markRun, PROJECT_NAME, readStateWithSecrets, selectStack } from "../../../provider/automation/engine";
+import { leaseStoreFor, type RunLease } from "../../../provider/automation/lease";
 import { groupsInState } from "../../../provider/automation/fleet/fleet-state";
 import { parseRunRecord, type RunRecord } from "../../../provider/backends";
 import { UserGroupsClient } from "../../../provider/client/http-client";
@@ -150,6 +152,52 @@ describe("record-first sign-ups", () => {
     expect(recordOf("fast-b")?.created ?? []).toEqual([]);
     expect((await fleet.list()).map((g) => g.userGroupId)).toEqual(["initech"]);
   }, 240_000);
+
+  it("another replica's list() shows a group answered elsewhere while a run of its own marks its stack (PostgreSQL: the engine session's epoch in the backend URL)", async () => {
+    // The window PostgreSQL's fault history found (docs/fleet-replicas.md): a replica's list() read the record and the state,
+    // and meanwhile a run of that replica took the shard's lease. On PostgreSQL, markRun gives the stack's workspace a backend
+    // URL naming the run's epoch (its engine session's application_name); the key the list checked the record's proofs with was
+    // looked up by the workspace's backend URL as it was then, not as the state was read: no key, every entry "unproven", the
+    // group answered elsewhere not listed (until its adoption put it in the state).
+    // The stack's first group, adopted into the state; the second answered record-first, its adoption held.
+    const first = fleetOf("fast-d");
+    await first.ensure({ name: "First", userGroupId: "first" });
+    await first.close();
+    const control = gated();
+    const fleet = fleetOf("fast-d", control.seam);
+    fleets.push(fleet);
+    const got = await fleet.ensure({ name: "Umbrella", userGroupId: "umbrella" });
+    expect(control.adoptions).toBe(0);
+    const options = runOptions("fast-d", { workDir: path.join(env.workDir, "fast-d-lister") });
+    const { stack, backendUrl, dispose } = await selectStack(options, async () => ({}));
+    const store = leaseStoreFor(backendUrl, PROJECT_NAME, "fast-d");
+    try {
+      // The list's reads, in its order: the record, then the state...
+      const record = await peekRecord(store);
+      const state = await readStateWithSecrets(stack);
+      expect(record?.created?.map((entry) => entry.resourceName)).toEqual(["default.umbrella"]);
+      // ...then a run of this replica takes the lease, as PostgreSQL's store names it (fenceEnv), before the record is checked.
+      const fenced = { PULUMI_BACKEND_URL: `${backendUrl}?application_name=ug-engine:0123456789abcdef:7` };
+      const unmark = markRun(stack, { runId: "run-of-this-replica", current: {}, store: { fenceEnv: () => fenced } } as unknown as RunLease);
+      try {
+        const inState = new Set(groupsInState(state).map((group) => group.resourceName));
+        expect([...inState]).toEqual(["default.first"]);
+        const listed = await recordedElsewhere(options, { stack, stackName: "fast-d", state }, record, inState);
+        expect(listed.map((group) => [group.userGroupId, group.token])).toEqual([["umbrella", got.token]]);
+      } finally {
+        unmark();
+      }
+    } finally {
+      await store?.close();
+      await dispose();
+    }
+    control.open();
+    await fleet.signUps!.idle(0);
+    expect((await fleet.list()).map((group) => [group.userGroupId, group.token])).toEqual([
+      ["first", tokenOf("first")],
+      ["umbrella", got.token],
+    ]);
+  }, 120_000);
 
   it.skipIf(process.platform !== "linux")("a replica killed right after ensure returned is taken over: the next holder adopts the recorded group", async () => {
     const worker = path.join(__dirname, "fast-path-worker.cjs");

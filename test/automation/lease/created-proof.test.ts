@@ -93,13 +93,14 @@ function latestLease(stack: string): { generation: number; record: Record<string
   return { generation, record: JSON.parse(readFileSync(path.join(leaseDirOf(stack), `lease-${generation}.json`), "utf8")) as Record<string, unknown> };
 }
 
-/** The stack's proof key as the product must derive it, worked out here on its own: Pulumi's passphrase key (PBKDF2, the state's salt), then HKDF. */
+/**
+ * The stack's proof key as the product must derive it, worked out here on its own: PBKDF2 of the passphrase with the
+ * package's fixed salt (not the checkpoint's, which another replica's run may rewrite), then HKDF with the stack's name.
+ */
 function proofKeyOfStack(stack: string): Buffer {
-  const checkpoint = JSON.parse(readFileSync(checkpointOf(stack), "utf8")) as { checkpoint: { latest: { secrets_providers: { type: string; state: { salt: string } } } } };
-  const provider = checkpoint.checkpoint.latest.secrets_providers;
-  expect(provider.type).toBe("passphrase");
-  const salt = Buffer.from(provider.state.salt.split(":")[1]!, "base64");
-  return createdProofKey(pbkdf2Sync(PASSPHRASE, salt, 1_000_000, 32, "sha256"), stack);
+  const checkpoint = JSON.parse(readFileSync(checkpointOf(stack), "utf8")) as { checkpoint: { latest: { secrets_providers: { type: string } } } };
+  expect(checkpoint.checkpoint.latest.secrets_providers.type).toBe("passphrase");
+  return createdProofKey(pbkdf2Sync(PASSPHRASE, "pulumi-user-groups run record proofs", 1_000_000, 32, "sha256"), stack);
 }
 
 describe("a takeover meeting created entries in the run record", () => {

@@ -5,5 +5,5 @@
 // nothing would change (unchanged-state.ts).
 export { KNOWN_PROVIDER_TEXTS, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./provider-code";
 export { assertStateIsData, checkedState, DYNAMIC_PROVIDER_TYPE, type StateProblem, stateProblems, UntrustedStateError } from "./state-data";
-export { exportState, importState, knownSecretsKey, stackSecretsKey, type ImportStateOptions, isTornRead, readStateRetrying, readStateWithSecrets, SecretsNotReadableError, TORN_READ_WAITS_MS, tornStateError } from "./state-document";
+export { exportState, importState, knownSecretsKey, passphraseProofSecret, stackSecretsKey, type ImportStateOptions, isTornRead, readStateRetrying, readStateWithSecrets, SecretsNotReadableError, TORN_READ_WAITS_MS, tornStateError } from "./state-document";
 export { PREVIEW_ENGINE_ENV, proveUnchanged, type StateProof } from "./unchanged-state";

@@ -188,6 +188,29 @@ async function secretsKeyOf(stack: Stack, deployment: Deployment): Promise<Buffe
   return key;
 }
 
+/**
+ * The secret the run record's proofs are keyed from (lease/created-proof.ts): PBKDF2 of the stack's passphrase with a
+ * fixed salt of this package, as costly as Pulumi's own key, derived once per passphrase and process. Not the passphrase
+ * secrets manager's key: that one follows the salt of the checkpoint, which a run from another workspace (a replica whose
+ * stack config holds another `encryptionsalt`) rewrites, so a proof made under one checkpoint's salt failed under the
+ * next one's (the file backend's fault history, a replica killed right after its ensure: every entry refused). Undefined
+ * without a passphrase. Only called once a state read checked the passphrase (proofKeyOf, or knownSecretsKey).
+ */
+export function passphraseProofSecret(stack: Stack): Promise<Buffer | undefined> {
+  const passphrase = passphraseOf(stack);
+  if (passphrase === undefined) return Promise.resolve(undefined);
+  const id = createHash("sha256").update(passphrase).digest("hex");
+  let derived = proofSecrets.get(id);
+  if (derived === undefined) {
+    derived = pbkdf2Async(passphrase, "pulumi-user-groups run record proofs", 1_000_000, 32, "sha256");
+    proofSecrets.set(id, derived);
+    derived.catch(() => proofSecrets.delete(id));
+  }
+  return derived;
+}
+
+const proofSecrets = new Map<string, Promise<Buffer>>();
+
 /** Keys checked against a stack's state this process, by backend, stack and passphrase digest (knownSecretsKey). */
 const checkedKeys = new Map<string, Buffer>();
 

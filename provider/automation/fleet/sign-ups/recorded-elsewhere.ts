@@ -8,8 +8,17 @@
 // or not answered) is not listed: its ensure has not returned. An unproven entry
 // is not listed (nor adopted by anyone). No entry, no request: the common case
 // costs one record read per shard.
-import { knownSecretsKey, type SelectedStack } from "../../engine";
-import { createdProofKey, type LeaseStore, type RunRecord, unprovenWhy } from "../../lease";
+//
+// The key that checks the proofs comes from the state this very list read (its
+// passphrase secrets manager's salt), never from a key cached by the workspace's
+// backend URL: a run of this replica that takes the shard's lease meanwhile
+// changes that URL (on PostgreSQL it names the run's epoch, markRun), and a key
+// looked up by it was missing, so every entry read as unproven and a group
+// answered elsewhere was not listed until its adoption (PostgreSQL's fault
+// history; docs/fleet-replicas.md, "The window PostgreSQL's history found").
+import type { Deployment } from "@pulumi/pulumi/automation";
+import { proofKeyOf, type SelectedStack } from "../../engine";
+import { type LeaseStore, type RunRecord, unprovenWhy } from "../../lease";
 import { readCurrentGroup } from "../../../logic/operations";
 import type { UserGroupViewWithEnvironment } from "../../../wire/schemas";
 import type { RunOptions } from "../../model";
@@ -21,12 +30,20 @@ export function peekRecord(store: LeaseStore | undefined): Promise<RunRecord | u
   return store?.peek?.() ?? Promise.resolve(undefined);
 }
 
-/** The groups `record` (peekRecord) holds as created (proven) and the service holds, other than those in `known`. */
-export async function recordedElsewhere(options: RunOptions, shard: { readonly stack: SelectedStack["stack"]; readonly stackName: string }, record: RunRecord | undefined, known: ReadonlySet<string>): Promise<FleetGroup[]> {
+/**
+ * The groups `record` (peekRecord) holds as created (proven) and the service holds, other than those in `known`.
+ * `shard.state`: the shard's state as this list read it (after the record): the proofs are checked with its key.
+ */
+export async function recordedElsewhere(
+  options: RunOptions,
+  shard: { readonly stack: SelectedStack["stack"]; readonly stackName: string; readonly state: Deployment },
+  record: RunRecord | undefined,
+  known: ReadonlySet<string>,
+): Promise<FleetGroup[]> {
   const entries = (record?.created ?? []).filter((entry) => !known.has(entry.resourceName));
   if (entries.length === 0) return [];
-  const secretsKey = knownSecretsKey(shard.stack);
-  const key = secretsKey === undefined ? undefined : createdProofKey(secretsKey, shard.stackName);
+  // Derived once per process and salt (state-document.ts), checked against this state: no CLI process, no cache by URL.
+  const key = await proofKeyOf(shard.stack, shard.state, shard.stackName);
   const proven = entries.filter((entry) => unprovenWhy(key, entry) === undefined);
   if (proven.length === 0) return [];
   const clients = new LeaseClients(options, undefined);

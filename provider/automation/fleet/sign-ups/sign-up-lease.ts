@@ -5,7 +5,7 @@
 // the record written through the lease (a lease no longer ours refuses it), the
 // create sent with the provider's own client (service-client.ts: rate budget,
 // the run's fence), and the adopting run (engine/takeover.ts adoptCreated).
-import { adoptCreated, assertStateIsData, exportState, knownSecretsKey, proofKeyOf, underRunLease, withLockWait } from "../../engine";
+import { adoptCreated, assertStateIsData, exportState, knownSecretsKey, passphraseProofSecret, proofKeyOf, underRunLease, withLockWait } from "../../engine";
 import { createdProofKey, provenEntry } from "../../lease";
 import { normalizeInputs } from "../../../logic/inputs";
 import { createUserGroup } from "../../../logic/operations";
@@ -52,7 +52,8 @@ export function engineSignUpSeam(options: RunOptions, lockTimeoutMs: number, sha
             if ((await lease.store.pulumiLocks()).length > 0) throw new StackLockedError(stackName);
             // The key that proves the record's entries (lease/created-proof.ts): known from a state read of this process, else read
             // once. A stack without one (not the passphrase secrets manager, or a new stack no run has written yet) goes the slow path.
-            const known = knownSecretsKey(opened.stack);
+            // (The passphrase checked against a state of this stack before: the proof secret is the passphrase's alone.)
+            const known = knownSecretsKey(opened.stack) !== undefined ? await passphraseProofSecret(opened.stack) : undefined;
             let proofKey = known !== undefined ? createdProofKey(known, stackName) : undefined;
             if (proofKey === undefined) {
               const state = await exportState(opened.stack);
