@@ -6,8 +6,9 @@
 // choosing under the stack's API key. So each entry carries an HMAC-SHA256 over
 // what it says (its resource name, its inputs in canonical JSON, its epoch),
 // keyed by HKDF-SHA256 from a secret of the stack's passphrase (PBKDF2 of the
-// passphrase with this package's fixed salt, 1,000,000 rounds as Pulumi's own;
-// the passphrase first checked against the state's check value) with the stack's
+// passphrase with a salt of this package and the stack's name, 1,000,000 rounds
+// as Pulumi's own: no table made once serves every stack; the passphrase first
+// checked against the state's check value) with the stack's
 // name in its `info`. Not from the passphrase secrets manager's key itself: that
 // one follows the checkpoint's salt, which a run from another replica's workspace
 // may rewrite (engine/state/state-document.ts passphraseProofSecret):

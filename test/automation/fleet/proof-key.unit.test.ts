@@ -11,7 +11,7 @@ import { createCipheriv, pbkdf2Sync, randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { describe, expect, it } from "vitest";
-import { proofKeyOf } from "../../../provider/automation/engine";
+import { passphraseProofSecret, proofKeyOf } from "../../../provider/automation/engine";
 import { provenEntry, unprovenWhy } from "../../../provider/automation/lease";
 
 const PASSPHRASE = "proof-key-unit";
@@ -43,5 +43,15 @@ describe("the proof key of a fleet's record entries", () => {
     expect(unprovenWhy(await proofKeyOf(stack, rewritten, "tenants.shard-1"), entry)).toMatch(/does not match/);
     const wrong = { name: "tenants", workspace: { envVars: { PULUMI_CONFIG_PASSPHRASE: "not-it" }, workDir: tmpdir() } } as unknown as Stack;
     await expect(proofKeyOf(wrong, rewritten, "tenants")).rejects.toMatchObject({ code: "wrong_passphrase" });
+  }, 60_000);
+
+  it("is derived with the stack's name in PBKDF2's salt: one passphrase gives each stack its own secret (no table made once serves every stack)", async () => {
+    const other = { ...stack, name: "tenants.shard-1" } as unknown as Stack;
+    const mine = await passphraseProofSecret(stack);
+    const theirs = await passphraseProofSecret(other);
+    expect(mine).toBeDefined();
+    expect(theirs).toBeDefined();
+    expect(mine!.equals(theirs!)).toBe(false);
+    expect(mine!.equals(pbkdf2Sync(PASSPHRASE, "pulumi-user-groups run record proofs\u0000tenants", 1_000_000, 32, "sha256"))).toBe(true);
   }, 60_000);
 });

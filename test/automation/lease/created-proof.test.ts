@@ -94,13 +94,14 @@ function latestLease(stack: string): { generation: number; record: Record<string
 }
 
 /**
- * The stack's proof key as the product must derive it, worked out here on its own: PBKDF2 of the passphrase with the
- * package's fixed salt (not the checkpoint's, which another replica's run may rewrite), then HKDF with the stack's name.
+ * The stack's proof key as the product must derive it, worked out here on its own: PBKDF2 of the passphrase with a salt of
+ * the package and the stack's name (not the checkpoint's, which another replica's run may rewrite), then HKDF with the
+ * stack's name.
  */
 function proofKeyOfStack(stack: string): Buffer {
   const checkpoint = JSON.parse(readFileSync(checkpointOf(stack), "utf8")) as { checkpoint: { latest: { secrets_providers: { type: string } } } };
   expect(checkpoint.checkpoint.latest.secrets_providers.type).toBe("passphrase");
-  return createdProofKey(pbkdf2Sync(PASSPHRASE, "pulumi-user-groups run record proofs", 1_000_000, 32, "sha256"), stack);
+  return createdProofKey(pbkdf2Sync(PASSPHRASE, `pulumi-user-groups run record proofs\u0000${stack}`, 1_000_000, 32, "sha256"), stack);
 }
 
 describe("a takeover meeting created entries in the run record", () => {

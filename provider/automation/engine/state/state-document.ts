@@ -190,7 +190,9 @@ async function secretsKeyOf(stack: Stack, deployment: Deployment): Promise<Buffe
 
 /**
  * The secret the run record's proofs are keyed from (lease/created-proof.ts): PBKDF2 of the stack's passphrase with a
- * fixed salt of this package, as costly as Pulumi's own key, derived once per passphrase and process. Not the passphrase
+ * salt of this package and the stack's name, as costly as Pulumi's own key, derived once per passphrase, stack and
+ * process. The stack's name is in the salt so that no table made once for this package's salt tests a passphrase against
+ * every user's records at once (a fixed salt would let it). Not the passphrase
  * secrets manager's key: that one follows the salt of the checkpoint, which a run from another workspace (a replica whose
  * stack config holds another `encryptionsalt`) rewrites, so a proof made under one checkpoint's salt failed under the
  * next one's (the file backend's fault history, a replica killed right after its ensure: every entry refused). Undefined
@@ -199,10 +201,11 @@ async function secretsKeyOf(stack: Stack, deployment: Deployment): Promise<Buffe
 export function passphraseProofSecret(stack: Stack): Promise<Buffer | undefined> {
   const passphrase = passphraseOf(stack);
   if (passphrase === undefined) return Promise.resolve(undefined);
-  const id = createHash("sha256").update(passphrase).digest("hex");
+  const salt = `pulumi-user-groups run record proofs\u0000${stack.name}`;
+  const id = createHash("sha256").update(passphrase).update("\u0000").update(salt).digest("hex");
   let derived = proofSecrets.get(id);
   if (derived === undefined) {
-    derived = pbkdf2Async(passphrase, "pulumi-user-groups run record proofs", 1_000_000, 32, "sha256");
+    derived = pbkdf2Async(passphrase, salt, 1_000_000, 32, "sha256");
     proofSecrets.set(id, derived);
     derived.catch(() => proofSecrets.delete(id));
   }
