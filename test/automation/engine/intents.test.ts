@@ -64,12 +64,15 @@ function latestLease(stack: string): { generation: number; record: Record<string
   return { generation, record: JSON.parse(readFileSync(path.join(leaseDirOf(stack), `lease-${generation}.json`), "utf8")) as Record<string, unknown> };
 }
 
-/** The stack's proof key worked out here on its own (Pulumi's passphrase key from the state's salt, then HKDF). */
+/**
+ * The stack's proof key worked out here on its own: PBKDF2 of the passphrase with a salt of the package and the stack's
+ * name, then HKDF with the stack's name (as created-proof.test.ts; the checkpoint's salt must not matter).
+ */
 function proofKeyOfStack(stack: string): Buffer {
   const file = path.join(env.backendDir, ".pulumi", "stacks", "user-groups", `${stack}.json`);
-  const checkpoint = JSON.parse(readFileSync(file, "utf8")) as { checkpoint: { latest: { secrets_providers: { state: { salt: string } } } } };
-  const salt = Buffer.from(checkpoint.checkpoint.latest.secrets_providers.state.salt.split(":")[1]!, "base64");
-  return createdProofKey(pbkdf2Sync(PASSPHRASE, salt, 1_000_000, 32, "sha256"), stack);
+  const checkpoint = JSON.parse(readFileSync(file, "utf8")) as { checkpoint: { latest: { secrets_providers: { type: string } } } };
+  expect(checkpoint.checkpoint.latest.secrets_providers.type).toBe("passphrase");
+  return createdProofKey(pbkdf2Sync(PASSPHRASE, `pulumi-user-groups run record proofs\u0000${stack}`, 1_000_000, 32, "sha256"), stack);
 }
 
 describe("a takeover settling a killed checkpoint-free run's intents", () => {
