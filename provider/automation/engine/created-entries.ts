@@ -4,7 +4,18 @@
 // said on the run's output (run_record_entry_unproven) and dropped from the record.
 import type { Stack } from "@pulumi/pulumi/automation";
 import { checkCreatedEntries, createdProofKey, type CreatedEntry, type RunLease, UnprovenRecordEntryError } from "../lease";
+import type { GroupSpec } from "../model";
 import { passphraseProofSecret, stackSecretsKey } from "./state";
+
+/**
+ * What the run record holds for one group (a fleet's sign-up, a checkpoint-free run's intent): the inputs a program
+ * declares it with, the lease's epoch, never the token.
+ */
+export function createdEntryOf(resourceName: string, spec: GroupSpec, epoch: number | undefined): CreatedEntry {
+  const { name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting } = spec;
+  const inputs = Object.fromEntries(Object.entries({ name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting }).filter(([, v]) => v !== undefined));
+  return { resourceName, inputs, ...(epoch !== undefined ? { epoch } : {}) };
+}
 
 /**
  * The key proving this stack's record entries (undefined: not a passphrase stack): the passphrase checked against this

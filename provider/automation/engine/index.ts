@@ -12,8 +12,8 @@ export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, typ
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { secretValuesOf } from "./stack-config";
 export { adoptCreated, markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
-export { proofKeyOf, provenCreated } from "./created-entries";
-export { checkpointFreePlan, hasIntents, SKIP_CHECKPOINTS_ENV } from "./intents";
+export { createdEntryOf, proofKeyOf, provenCreated } from "./created-entries";
+export { checkpointFreePlan, hasIntents, runConfigLookup, SKIP_CHECKPOINTS_ENV } from "./intents";
 export { type EngineOperation, engineRun } from "./run-telemetry";
 export { PROJECT_NAME, UntrustedWorkspaceError } from "./workspace";
 export { KNOWN_PROVIDER_TEXTS, PREVIEW_ENGINE_ENV, UntrustedProviderCodeError, type UntrustedResource, withOwnProviderCode } from "./state";

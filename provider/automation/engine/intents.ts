@@ -37,6 +37,7 @@ import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, heldGroupNames, type Operation, resourceNameOf, type RunOptions, urnOf } from "../model";
 import { checkCreatedEntries, type CreatedEntry, provenEntry, type RunLease, UnprovenRecordEntryError } from "../lease";
 import { runOnly } from "./pulumi-cli";
+import { createdEntryOf } from "./created-entries";
 import { engineRun } from "./run-telemetry";
 import { PROJECT_NAME } from "./workspace";
 
@@ -65,11 +66,9 @@ export function checkpointFreePlan(operation: Operation, state: Deployment, spec
   return undefined;
 }
 
-/** A group to be created, as the record holds it: the inputs a program declares it with, the lease's epoch, never a token. */
+/** A group to be created, as the record holds it (as a fleet's sign-up: createdEntryOf), with the lease's epoch. */
 export function intentOf(spec: GroupSpec, epoch: number | undefined): CreatedEntry {
-  const { name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting } = spec;
-  const inputs = Object.fromEntries(Object.entries({ name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting }).filter(([, v]) => v !== undefined));
-  return { resourceName: resourceNameOf(spec), inputs, ...(epoch !== undefined ? { epoch } : {}) };
+  return createdEntryOf(resourceNameOf(spec), spec, epoch);
 }
 
 /**
@@ -157,8 +156,8 @@ export async function settleIntents(settling: IntentSettling, state: Deployment,
   if (lease.lost) throw lease.signal.reason;
 }
 
-/** What the provider would read from the stack's config, as the run's options set it. */
-function configOf(options: RunOptions): ConfigLookup {
+/** What the provider would read from the stack's config, as the run's options set it (also the fleet's sign-up clients). */
+export function runConfigLookup(options: RunOptions): ConfigLookup {
   return (key) => {
     const value = options.config?.[key]?.value;
     if (value === undefined || key !== `${CONFIG_NAMESPACE}:profiles`) return value;
@@ -179,7 +178,7 @@ async function onTheService(options: RunOptions, entries: readonly CreatedEntry[
     const key = profile ?? "\u0000";
     let client = clients.get(key);
     if (client === undefined) {
-      client = serviceClientOf(UserGroupsClient, resolveCredentials(profile, configOf(options), env), env).client;
+      client = serviceClientOf(UserGroupsClient, resolveCredentials(profile, runConfigLookup(options), env), env).client;
       clients.set(key, client);
     }
     return client;

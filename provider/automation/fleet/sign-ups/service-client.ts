@@ -7,21 +7,9 @@
 import { UserGroupsClient } from "../../../client/http-client";
 import { type RunFence } from "../../../backends";
 import { serviceClientOf } from "../../../logic/service-client";
-import { type ConfigLookup, CONFIG_NAMESPACE, resolveCredentials } from "../../../logic/credentials";
+import { resolveCredentials } from "../../../logic/credentials";
+import { runConfigLookup } from "../../engine";
 import type { RunOptions } from "../../model";
-
-/** What the provider would read from the stack's config, as the fleet's options set it. */
-function configOf(options: RunOptions): ConfigLookup {
-  return (key) => {
-    const value = options.config?.[key]?.value;
-    if (value === undefined || key !== `${CONFIG_NAMESPACE}:profiles`) return value;
-    try {
-      return JSON.parse(value) as unknown; // an object, as Pulumi hands a structured config value to the provider
-    } catch {
-      return undefined;
-    }
-  };
-}
 
 /** The clients of one lease: one per profile, closed with the lease. */
 export class LeaseClients {
@@ -40,7 +28,7 @@ export class LeaseClients {
     let client = this.clients.get(key);
     if (client === undefined) {
       const env: NodeJS.ProcessEnv = { ...process.env, ...this.options.envVars, ...this.fenceEnv };
-      const built = serviceClientOf(UserGroupsClient, resolveCredentials(profile, configOf(this.options), env), env);
+      const built = serviceClientOf(UserGroupsClient, resolveCredentials(profile, runConfigLookup(this.options), env), env);
       if (built.runFence) this.fences.push(built.runFence);
       client = built.client;
       this.clients.set(key, client);

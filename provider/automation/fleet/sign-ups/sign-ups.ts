@@ -11,6 +11,7 @@
 // memory; sign-up-lease.ts is the engine's (the lease, the record, the client,
 // the adopting run).
 import type { CreatedEntry } from "../../lease";
+import { createdEntryOf } from "../../engine";
 import { type GroupSpec, type EnsuredGroup } from "../../model";
 import { type FleetGroup } from "../fleet-state";
 import { GroupMoved } from "../errors";
@@ -42,12 +43,8 @@ export interface SignUpSeam {
   underLease<T>(shard: number, body: (held: HeldShard) => Promise<T>): Promise<T | symbol | undefined>;
 }
 
-/** What the run record holds for one group signed up: the inputs a program declares it with, the lease's epoch, never the token. */
-export function createdEntryOf(resourceName: string, spec: GroupSpec, epoch: number | undefined): CreatedEntry {
-  const { name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting } = spec;
-  const inputs = Object.fromEntries(Object.entries({ name, userGroupId, mapping, properties, rotationTrigger, profile, adoptExisting }).filter(([, v]) => v !== undefined));
-  return { resourceName, inputs, ...(epoch !== undefined ? { epoch } : {}) };
-}
+/** What the run record holds for one group signed up (engine/created-entries.ts: an intent holds the same). */
+export { createdEntryOf };
 
 /** The entries an adopting run takes: the record's, less those a run adopts already (`inFlight`). */
 export function adoptionPlan(recorded: readonly CreatedEntry[], inFlight: ReadonlySet<string>): CreatedEntry[] {
