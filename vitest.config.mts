@@ -51,6 +51,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // CPU per file when USER_GROUPS_TEST_CPU_LOG is set (.ci/run sets it); otherwise nothing.
+    setupFiles: ["test/support/cpu-per-file.ts"],
     // Most engine files wait on engine subprocesses and servers, not the CPU: run
     // several at once (vitest's default is one worker per core minus one).
     maxWorkers: 3,
