@@ -10,7 +10,7 @@ import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { FakeServer } from "../../fake-server/index.js";
 import { waitFor } from "../support/wait-for.js";
-import { KEYS, start } from "./helpers.js";
+import { KEYS } from "./helpers.js";
 
 const made = vi.hoisted(() => [] as Server[]);
 vi.mock("node:http", async (importOriginal) => {
@@ -27,6 +27,10 @@ let server: FakeServer;
 let httpServer: Server;
 const sockets: Socket[] = [];
 beforeAll(async () => {
+  // The unit tier shares modules between files (isolate: false): drop the ones loaded before this file, so
+  // that the emulator is loaded again here and meets the mocked node:http.
+  vi.resetModules();
+  const { start } = await import("./helpers.js");
   server = await start(); // keys only: every limit at its default
   expect(made).toHaveLength(1);
   httpServer = made[0]!;
