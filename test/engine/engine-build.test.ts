@@ -1,0 +1,57 @@
+// The engine scripts/ensure-pulumi builds carries one change of a dependency's start-up
+// (scripts/pulumi-engine/README.md, "Lazy password dictionaries"): zxcvbn-go's word
+// lists are built on first use, not in package init. Held here on the engine this run
+// uses, when ensure-pulumi built it (its recipe mark beside the binary); a pulumi of
+// the user's own is used as it is, and then there is nothing of ours to check.
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { createPulumiTestEnv, REPO_ROOT } from "../support/pulumi-env";
+
+const run = promisify(execFile);
+const env = createPulumiTestEnv("engine-build");
+afterAll(() => env.cleanup());
+const pulumi = path.join(env.binDir, "pulumi");
+const mark = path.join(env.binDir, ".pulumi-user-groups-engine");
+const ours = existsSync(mark);
+
+describe.skipIf(!ours)("the engine ensure-pulumi built", () => {
+  it("is built from the recipe in this checkout", () => {
+    const recipe = createHash("sha256");
+    for (const file of ["go.mod", "go.sum", "lazy-zxcvbn"]) recipe.update(readFileSync(path.join(REPO_ROOT, "scripts/pulumi-engine", file)));
+    expect(readFileSync(mark, "utf8").trim()).toBe(recipe.digest("hex"));
+  });
+
+  it("builds no password dictionary when it starts (Go's init trace: a few bytes, not megabytes)", async () => {
+    const { stdout, stderr } = await run(pulumi, ["version"], { env: { ...process.env, ...env.envVars, GODEBUG: "inittrace=1" } });
+    expect(stdout.trim()).toMatch(/^v3\./);
+    // "init github.com/nbutton23/zxcvbn-go/frequency @2.1 ms, 0.01 ms clock, 48 bytes, 1 allocs"
+    const inits = [...stderr.matchAll(/^init (github\.com\/\S+\/zxcvbn-go\/\S+) @.*?, (\d+) bytes, \d+ allocs$/gm)];
+    const packages = new Map(inits.map((m) => [m[1]!, Number(m[2])]));
+    for (const fork of ["nbutton23", "ccojocar"]) {
+      for (const pkg of ["frequency", "matching"]) {
+        // Unpatched, frequency allocates about 10 MB and matching about 8 MB here.
+        expect(packages.get(`github.com/${fork}/zxcvbn-go/${pkg}`), `${fork}/${pkg}`).toBeLessThan(64 * 1024);
+      }
+    }
+  });
+
+  it("still scores a config value with its dictionaries: `config set` refuses a random-looking password and takes a dictionary one", async () => {
+    writeFileSync(path.join(env.workDir, "Pulumi.yaml"), "name: engine-build\nruntime: yaml\n");
+    const inWork = { cwd: env.workDir, env: { ...process.env, ...env.envVars } };
+    await run(pulumi, ["stack", "init", "dev", "--non-interactive"], inWork);
+    const refused = await run(pulumi, ["config", "set", "dbPassword", "x9$Kq!mZ2#vLp8@w", "--non-interactive"], inWork).then(
+      () => undefined,
+      (error: { stderr?: string }) => error.stderr ?? "",
+    );
+    expect(refused).toContain("looks like a secret");
+    // Without its word lists zxcvbn scores this 72.7 bits, 4.5 per character: a secret by the CLI's rule
+    // (40 bits at 3 per character). With them it is two known words, 7.9 bits, taken as plain text.
+    await run(pulumi, ["config", "set", "dbPassword", "sunshinejennifer", "--non-interactive"], inWork);
+    const { stdout } = await run(pulumi, ["config", "get", "dbPassword", "--non-interactive"], inWork);
+    expect(stdout.trim()).toBe("sunshinejennifer");
+  });
+});
