@@ -5,7 +5,8 @@
 // the user's own is used as it is, and then there is nothing of ours to check.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -53,5 +54,43 @@ describe.skipIf(!ours)("the engine ensure-pulumi built", () => {
     await run(pulumi, ["config", "set", "dbPassword", "sunshinejennifer", "--non-interactive"], inWork);
     const { stdout } = await run(pulumi, ["config", "get", "dbPassword", "--non-interactive"], inWork);
     expect(stdout.trim()).toBe("sunshinejennifer");
+  });
+});
+
+describe("the dynamic-provider launcher ensure-pulumi installs (scripts/pulumi-engine/pulumi-resource-pulumi-nodejs)", () => {
+  const launcher = path.join(REPO_ROOT, "scripts/pulumi-engine/pulumi-resource-pulumi-nodejs");
+  // A `node` that records how it was called and answers `-e` as require.resolve would fail to.
+  const stubDir = mkdtempSync(path.join(tmpdir(), "launcher-"));
+  afterAll(() => rmSync(stubDir, { recursive: true, force: true }));
+  const calls = path.join(stubDir, "calls");
+  writeFileSync(path.join(stubDir, "node"), `#!/bin/sh\necho "$*" >> "${calls}"\n`);
+  chmodSync(path.join(stubDir, "node"), 0o755);
+  const launch = async (cwd: string) => {
+    rmSync(calls, { force: true });
+    await run("sh", [launcher, "--port", "1234"], { cwd, env: { ...process.env, PATH: `${stubDir}:${process.env.PATH ?? ""}` } });
+    return readFileSync(calls, "utf8").trim().split("\n");
+  };
+
+  it.skipIf(!ours)("is the one ensure-pulumi put beside the engine it built", () => {
+    expect(readFileSync(path.join(env.binDir, "pulumi-resource-pulumi-nodejs"), "utf8")).toBe(readFileSync(launcher, "utf8"));
+  });
+
+  it("starts Node.js once, on the host that require.resolve finds from a parent's node_modules", async () => {
+    const deep = path.join(REPO_ROOT, ".work", "launcher-cwd", "a", "b");
+    mkdirSync(deep, { recursive: true });
+    const host = path.join(realpathSync(REPO_ROOT), "node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js");
+    expect(await launch(deep)).toEqual([`${host} --port 1234`]);
+    // The same file Node.js itself resolves from there.
+    const { stdout } = await run(process.execPath, ["-e", "console.log(require.resolve('@pulumi/pulumi/cmd/dynamic-provider'))"], { cwd: deep });
+    expect(stdout.trim()).toBe(host);
+  });
+
+  it("asks Node.js, as Pulumi's own script does, where the usual layout is not found", async () => {
+    const nowhere = mkdtempSync(path.join(tmpdir(), "no-modules-"));
+    try {
+      expect(await launch(nowhere)).toEqual(["-e console.log(require.resolve('@pulumi/pulumi/cmd/dynamic-provider'))"]);
+    } finally {
+      rmSync(nowhere, { recursive: true, force: true });
+    }
   });
 });
