@@ -71,11 +71,7 @@ export interface HistoryOptions {
    * once): npm test's. Neither `none` nor `race` can be a round of several; a kill can only be the last.
    */
   readonly thenFaults?: readonly FaultRound[];
-  /**
-   * A fourth replica that asks for a fresh group at each fault's start (default true): its time to be served is
-   * reported beside the others'. Its call takes one run of the stack more each round; npm test's object-store short
-   * forms go without it (the time asserted is any other replica's: timeToServe).
-   */
+  /** A fourth replica asking for a fresh group at each fault (default true): one run more each round; reported only. */
   readonly probe?: boolean;
   /** A replica's pause after a failed call (ms, default 0): a cut-off replica's fail in ms, each an indeterminate call for porcupine. */
   readonly pauseAfterFailMs?: number;
