@@ -10,13 +10,14 @@
 // A sidecar `<stack>.json.attrs` that is not whole (its writer rewrites it in
 // place, torn-sidecars.ts) is a torn read here as it is for the CLI, which
 // fails on it "to load checkpoint".
-import { createHash, randomUUID } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { stackPath } from "../run-record";
 import { isValidStackName } from "../stack-name";
 import { UserGroupsError } from "../../wire/errors";
 import { fileBackendDir } from "./backend-dir";
+import { writePrivate } from "./private-files";
 
 /** A deployment as `pulumi stack export` prints it. */
 export interface StoredDeployment {
@@ -117,23 +118,6 @@ export function readStoredDeployment(backendUrl: string, project: string, stack:
   return { version: 3, deployment: latest as Record<string, unknown> };
 }
 
-/** Writes a file through a temporary name beside it (0600): a reader sees the old bytes or the new, never part. */
-function replaceFile(file: string, text: string): void {
-  const temporary = `${file}.${randomUUID()}.tmp`;
-  const fd = openSync(temporary, "wx", 0o600);
-  try {
-    writeSync(fd, Buffer.from(text, "utf8"));
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(temporary, file);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
-}
-
 /**
  * Writes `deployment` (as `pulumi stack export` prints it) as the stack's
  * latest checkpoint in its file, as `pulumi stack import` would, without a CLI
@@ -149,7 +133,7 @@ export function writeStoredDeployment(backendUrl: string, project: string, stack
   // No sidecar (a private copy's checkpoint as the store gave it): none is made; one there gets the new bytes' MD5.
   const attrs = existsSync(files.attrs) ? (JSON.parse(readFileSync(files.attrs, "utf8")) as Record<string, unknown>) : undefined;
   const text = JSON.stringify({ ...checkpoint, checkpoint: { ...checkpoint.checkpoint, latest: deployment.deployment } }, null, 4);
-  replaceFile(files.data, text);
-  if (attrs !== undefined) replaceFile(files.attrs, JSON.stringify({ ...attrs, md5: createHash("md5").update(text, "utf8").digest("base64") }));
+  writePrivate(files.data, text, false);
+  if (attrs !== undefined) writePrivate(files.attrs, JSON.stringify({ ...attrs, md5: createHash("md5").update(text, "utf8").digest("base64") }), false);
   return true;
 }
