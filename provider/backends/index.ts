@@ -66,7 +66,7 @@ export * from "./postgres";
 export * from "./run-record";
 export { ObjectStoreError, type ObjectClient } from "./object-client";
 export { OBJECT_FENCE_ENV, OBJECT_LEASE_TIMING, OBJECT_WAITER_STALE_MS } from "./object-lease";
-export { isEngineCopyUrl } from "./object-engine-copy";
+export { isEngineCopyUrl, OBJECT_COPY_ENV } from "./object-engine-copy";
 export * from "./s3";
 export * from "./gs";
 export * from "./azblob";

@@ -139,31 +139,57 @@ export interface StoreAnswer {
   readonly headers: Headers;
 }
 
+/** The codes of a failed connection worth naming (the system's and undici's: short, plain). */
+const CONNECTION_CODE = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
+
+/**
+ * A request that failed on its way (not an answer of the store's): the
+ * connection refused, reset, cut mid-answer (undici's bare `terminated`, whose
+ * cause, if any, is an `UND_ERR_SOCKET`), timed out, or its body's read aborted.
+ * Each is `backend_unreachable` (ask again), named by the first code in the
+ * error's cause chain (else `terminated` for a cut answer, else the error's
+ * name): never its message, nor the error itself as a cause (its message or
+ * its request may carry the URL, a signed one, or a header).
+ */
+export function unreachableStore(place: string, error: unknown, timedOut = false): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  let code: string | undefined;
+  let seen = error;
+  for (let depth = 0; depth < 5 && typeof seen === "object" && seen !== null && code === undefined; depth++) {
+    const candidate = (seen as { code?: unknown }).code;
+    if (typeof candidate === "string" && CONNECTION_CODE.test(candidate)) code = candidate;
+    seen = (seen as { cause?: unknown }).cause;
+  }
+  if (timedOut) code = `no answer in ${REQUEST_TIMEOUT_MS / 1_000} s`;
+  else if (code === undefined && error instanceof Error && error.message === "terminated") code = "terminated";
+  else if (code === undefined) {
+    const name = error instanceof Error ? error.name : "";
+    code = CONNECTION_CODE.test(name) ? name : "error";
+  }
+  return new ObjectStoreError("backend_unreachable", `The object store ${place} cannot be reached or cut the connection (${code}); ask again; if it lasts, check the backend URL and that the store is up.`);
+}
+
 /**
  * One HTTP request to a store, with a deadline on the one clock, the store's
- * clock read off its Date header, the answer bounded. A failure to reach it is
- * `backend_unreachable` with the system's code only (never the request's headers).
+ * clock read off its Date header, the answer bounded. A failure to reach it, or
+ * a connection cut before its answer's last byte, is `backend_unreachable`
+ * (unreachableStore: the system's code only, never the request's URL or headers).
  */
 export async function storeFetch(place: string, clock: StoreClock, url: string, init: { method: string; headers: Record<string, string>; body?: Buffer }): Promise<StoreAnswer> {
   const timedOut = new AbortController();
   const answered = new AbortController();
   void systemClock.sleep(REQUEST_TIMEOUT_MS, answered.signal, { keepAlive: false }).then(() => timedOut.abort(), () => undefined);
   try {
-    let response: Response;
     const sentAt = systemClock.now();
-    try {
-      response = await fetch(url, { ...init, signal: timedOut.signal, redirect: "manual" });
-    } catch (error) {
-      const cause = (error as { cause?: { code?: unknown } }).cause?.code ?? (error as { name?: unknown }).name;
-      const code = typeof cause === "string" && /^[A-Za-z0-9_]{1,40}$/.test(cause) ? cause : "error";
-      throw new ObjectStoreError("backend_unreachable", `The object store ${place} cannot be reached (${code}); ask again; if it lasts, check the backend URL and that the store is up.`);
-    }
+    const response = await fetch(url, { ...init, signal: timedOut.signal, redirect: "manual" });
     clock.observe(response.headers.get("date"), sentAt, systemClock.now());
     if (Number(response.headers.get("content-length") ?? 0) > MAX_ANSWER_BYTES) {
       await response.body?.cancel();
       throw new ObjectStoreError("backend_unreachable", `The object store ${place} answered more than ${MAX_ANSWER_BYTES} bytes for one object.`);
     }
     return { status: response.status, body: Buffer.from(await response.arrayBuffer()), headers: response.headers };
+  } catch (error) {
+    throw unreachableStore(place, error, timedOut.signal.aborted);
   } finally {
     answered.abort();
   }

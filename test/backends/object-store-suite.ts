@@ -9,7 +9,9 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { leaseRules } from "../../provider/automation/lease/record";
-import { backendFor } from "../../provider/backends";
+import { AzureBlobClient, backendFor, GcsClient, type ObjectClient, S3Client } from "../../provider/backends";
+import { isRetryableError } from "../../testkit/jepsen/retryable";
+import { startToxiproxy } from "../../testkit/jepsen/toxiproxy";
 import { conditionStripper, type ObjectStore } from "../../testkit/object-stores";
 import { type ConformanceSubject, describeConformance, PROJECT } from "./conformance";
 
@@ -20,6 +22,12 @@ export interface ObjectStoreSuite {
   store(): ObjectStore;
   freshBucket(): Promise<string>;
 }
+
+const clients: Record<ObjectStore["kind"], (url: string, env: NodeJS.ProcessEnv) => ObjectClient> = {
+  s3: (url, env) => new S3Client(url, env),
+  azblob: (url, env) => new AzureBlobClient(url, env),
+  gs: (url, env) => new GcsClient(url, env),
+};
 
 const claim = () => ({ runId: `run-${randomUUID().slice(0, 8)}`, host: "h", pid: 1, startedAt: Date.now(), renewedAt: Date.now() });
 
@@ -92,6 +100,45 @@ export function describeObjectStore(name: string, start: () => Promise<ObjectSto
       } finally {
         if (variable) process.env[variable] = value;
         await proxy.close();
+      }
+    });
+
+    it("a connection cut mid-answer or reset (Toxiproxy) is backend_unreachable, retryable, with no credential or signed URL in it; healed, the read succeeds", async () => {
+      const bucket = await freshBucket();
+      const big = Buffer.from("x".repeat(256 * 1024));
+      await store.put(bucket, "big.txt", big);
+      const toxiproxy = await startToxiproxy();
+      try {
+        const port = await toxiproxy.proxy("store", `127.0.0.1:${store.port}`);
+        const env = Object.fromEntries(Object.entries({ ...process.env, ...store.env }).map(([k, v]) => [k, v === undefined ? v : through(v, port)]));
+        const client = clients[store.kind](through(store.backendUrl(bucket), port), env);
+        // Through the proxy untouched: the whole object.
+        expect((await client.get("big.txt"))?.body.length).toBe(big.length);
+        const failure = async () => {
+          const error = await client.get("big.txt").then(() => undefined, (e: unknown) => e);
+          expect(error).toMatchObject({ code: "backend_unreachable" });
+          expect(isRetryableError(error as { code: string })).toBe(true);
+          const message = (error as Error).message;
+          expect(message.split("\n")).toHaveLength(1);
+          for (const [variable, value] of Object.entries(store.env)) if (/KEY|SECRET|TOKEN|ACCOUNTS/.test(variable)) expect(message).not.toContain(value);
+          expect(message).not.toMatch(/signature|sig=|authorization|big\.txt/i);
+          return message;
+        };
+        // The answer's head passes, its body is cut after 16 KiB (undici's read fails with a bare `terminated` over the socket's error).
+        await toxiproxy.toxic("store", "limit_data", "downstream", { bytes: 16 * 1024 });
+        expect(await failure()).toMatch(/\((terminated|UND_ERR_[A-Z_]+|ECONNRESET)\)/);
+        await toxiproxy.heal("store");
+        // Reset by the peer (TCP RST) as the answer starts.
+        await toxiproxy.partition("store", "reset");
+        await failure();
+        await toxiproxy.heal("store");
+        // Refused.
+        await toxiproxy.partition("store", "refuse");
+        await failure();
+        await toxiproxy.heal("store");
+        expect((await client.get("big.txt"))?.body.length).toBe(big.length);
+      } finally {
+        await toxiproxy.stop();
       }
     });
 

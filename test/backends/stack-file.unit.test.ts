@@ -3,11 +3,12 @@
 // only where the layout is Pulumi's project layout and the file plain JSON of
 // this stack; anything else is left to the CLI ("unknown", undefined). That the
 // document equals the CLI's export on real stacks: test/automation/engine/state-document.test.ts.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { readStoredDeployment, stackFilePresence, TornCheckpointError } from "../../provider/backends/file";
+import { readStoredDeployment, stackFilePresence, TornCheckpointError, writeStoredDeployment } from "../../provider/backends/file";
 import { isTornRead } from "../../provider/automation/engine/state";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "stack-file-"));
@@ -80,5 +81,46 @@ describe("a stack's deployment from a file backend's files", () => {
     }
     expect(error).toBeInstanceOf(TornCheckpointError);
     expect(isTornRead(error)).toBe(true);
+  });
+});
+
+describe("a stack's deployment written to a file backend's files (a run's private copy: no `pulumi stack import`)", () => {
+  it("is read back as written, the checkpoint's other fields kept, the sidecar's MD5 that of the new bytes, both files 0600", () => {
+    const { url, stacks } = backend("write", { stack: { version: 3, checkpoint: { stack: "organization/user-groups/s", config: { a: "b" }, latest: LATEST } } });
+    const next = { ...LATEST, pending_operations: [{ type: "updating" }] };
+    expect(writeStoredDeployment(url, "user-groups", "s", { version: 3, deployment: next })).toBe(true);
+    expect(readStoredDeployment(url, "user-groups", "s")).toEqual({ version: 3, deployment: next });
+    const bytes = readFileSync(path.join(stacks, "s.json"));
+    expect((JSON.parse(bytes.toString("utf8")) as { checkpoint: { config: unknown } }).checkpoint.config).toEqual({ a: "b" });
+    const attrs = JSON.parse(readFileSync(path.join(stacks, "s.json.attrs"), "utf8")) as Record<string, string>;
+    expect(attrs["md5"]).toBe(createHash("md5").update(bytes).digest("base64"));
+    expect(attrs["user.content_type"]).toBe("text/plain; charset=utf-8");
+    for (const file of ["s.json", "s.json.attrs"]) expect(statSync(path.join(stacks, file)).mode & 0o777).toBe(0o600);
+  });
+
+  it("a checkpoint without a sidecar (a private copy's, as the store gave it) is written without one", () => {
+    const { url, stacks } = backend("write-bare");
+    rmSync(path.join(stacks, "s.json.attrs"));
+    const next = { ...LATEST, resources: [] };
+    expect(writeStoredDeployment(url, "user-groups", "s", { version: 3, deployment: next })).toBe(true);
+    expect(readStoredDeployment(url, "user-groups", "s")).toEqual({ version: 3, deployment: next });
+    expect(existsSync(path.join(stacks, "s.json.attrs"))).toBe(false);
+  });
+
+  it("answers false and writes nothing where it could not read the stack (the CLI writes there): another stack's file, a gzipped twin, a torn sidecar", () => {
+    for (const [name, options] of [
+      ["write-other", { stack: { version: 3, checkpoint: { stack: "organization/user-groups/t", latest: LATEST } } }],
+      ["write-missing", { stack: null }],
+    ] as const) {
+      const { url, stacks } = backend(name, options);
+      const before = name === "write-missing" ? undefined : readFileSync(path.join(stacks, "s.json"), "utf8");
+      expect(writeStoredDeployment(url, "user-groups", "s", { version: 3, deployment: LATEST })).toBe(false);
+      if (before !== undefined) expect(readFileSync(path.join(stacks, "s.json"), "utf8")).toBe(before);
+    }
+    const gz = backend("write-gz");
+    writeFileSync(path.join(gz.stacks, "s.json.gz"), "");
+    expect(writeStoredDeployment(gz.url, "user-groups", "s", { version: 3, deployment: LATEST })).toBe(false);
+    const torn = backend("write-torn", { attrs: '{"user.content_type":' });
+    expect(() => writeStoredDeployment(torn.url, "user-groups", "s", { version: 3, deployment: LATEST })).toThrow(TornCheckpointError);
   });
 });

@@ -71,6 +71,8 @@ export interface HistoryOptions {
    * once): npm test's. Neither `none` nor `race` can be a round of several; a kill can only be the last.
    */
   readonly thenFaults?: readonly FaultRound[];
+  /** A fourth replica asking for a fresh group at each fault (default true): one run more each round; reported only. */
+  readonly probe?: boolean;
   /** A replica's pause after a failed call (ms, default 0): a cut-off replica's fail in ms, each an indeterminate call for porcupine. */
   readonly pauseAfterFailMs?: number;
   /** Share of removes among the random calls (default 0.25; "race" uses 0.45). */
@@ -245,7 +247,7 @@ export async function runHistory(options: HistoryOptions): Promise<HistoryResult
   );
   const [r1] = replicas as [Replica, ...Replica[]];
   // The probe's replica: no load of its own, so that its one call a round (a fresh sign-up at the fault's start) waits for the stack, not behind a batch of its replica.
-  const hasProbe = !noFault(options.fault);
+  const hasProbe = !noFault(options.fault) && options.probe !== false;
   const prober = hasProbe
     ? new Replica("probe", recorder, options.worker, { stack, backendUrl: othersBackend, workDir: path.join(options.workRoot, `${options.label}-probe`), ...(options.shardSize !== undefined ? { shardSize: options.shardSize } : {}), lockTimeoutMs: options.lockTimeoutMs ?? 90_000 }, othersEnv)
     : undefined;

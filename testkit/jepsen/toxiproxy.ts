@@ -18,6 +18,8 @@ export interface Toxiproxy {
   /** Makes a proxy to `upstream` (host:port); answers the port it listens on. */
   proxy(name: string, upstream: string): Promise<number>;
   partition(name: string, mode: PartitionMode): Promise<void>;
+  /** One toxic of Toxiproxy's own (e.g. `limit_data` on the downstream: an answer cut after `bytes`), until heal. */
+  toxic(name: string, type: string, stream: "upstream" | "downstream", attributes: Record<string, number>): Promise<void>;
   heal(name: string): Promise<void>;
   stop(): Promise<void>;
 }
@@ -84,6 +86,9 @@ export async function startToxiproxy(): Promise<Toxiproxy> {
           attributes: { timeout: 0 },
         });
       }
+    },
+    async toxic(name, type, stream, attributes) {
+      await request("POST", `/proxies/${name}/toxics`, { name: `${type}-${stream}`, type, stream, toxicity: 1, attributes });
     },
     async heal(name) {
       for (const toxic of await toxics(name)) await request("DELETE", `/proxies/${name}/toxics/${toxic.name}`);

@@ -10,6 +10,7 @@ export {
   LiveLockError,
   type LockHolder,
   lockHolderStatus,
+  OBJECT_COPY_ENV,
   type LockHolderStatus,
   pulumiProcessAlive,
   rateBudgetEnv,
@@ -21,6 +22,7 @@ export {
   stackFilePresence,
   withApplicationName,
   withoutCredentials,
+  writeStoredDeployment,
 } from "../../backends";
 export { type BackendAudience, backendNotice, loggedInBackend, pulumiHome } from "./login-backend";
 export { isStackLocked, type LockWaitOptions, StackLockedError, StackLockTimeoutError, withStackLockWait } from "./lock-wait";

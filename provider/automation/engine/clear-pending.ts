@@ -11,9 +11,17 @@
 // marked with; object stores: the private copy, committed conditionally).
 // Interrupted before the write, the pending creates stay: the next holder finds
 // them and adopts again (a group already in the state is read, not created).
-import type { Stack } from "@pulumi/pulumi/automation";
+// On an object store the engine's backend is the run's private copy (a file
+// backend no other process writes while the run holds the lease: the engine is
+// not running between the takeover's steps): the checkpoint is written there in
+// this process, no CLI process (~2 s on a loaded machine, on the path from a dead
+// holder's lease to the waiter's answer); it reaches the store with the run's
+// next commit, conditional as every commit is.
+import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { OBJECT_COPY_ENV, writeStoredDeployment } from "../backend";
 import type { RunLease } from "../lease";
 import { assertStateIsData, exportState, importState } from "./state";
+import { PROJECT_NAME } from "./workspace";
 
 interface PendingOperations {
   pending_operations?: Array<{ type?: string }>;
@@ -27,6 +35,12 @@ export async function clearPendingCreates(stack: Stack, stackName: string, lease
   if (!operations.some((op) => op.type === "creating")) return;
   const kept = operations.filter((op) => op.type !== "creating");
   const deployment = kept.length > 0 ? { ...rest, pending_operations: kept } : rest;
+  const env = (stack.workspace as LocalWorkspace).envVars ?? {};
+  const backendUrl = env["PULUMI_BACKEND_URL"];
+  if (env[OBJECT_COPY_ENV] !== undefined && backendUrl?.startsWith("file://")) {
+    await confirmLease(lease);
+    if (writeStoredDeployment(backendUrl, PROJECT_NAME, stack.name, { version: 3, deployment })) return;
+  }
   await importState(stack, { ...current, deployment }, { beforeWrite: () => confirmLease(lease) });
 }
 

@@ -320,7 +320,8 @@ async function takeOverTraced(
     options.onOutput?.(`Not adopting ${JSON.stringify(entry.resourceName)} listed in the run record of stack ${JSON.stringify(options.stackName)}: ${entry.why} (a record planted, or left by an older run); it is not touched.\n`);
   }
   // The record's `created` entries (a fleet's sign-ups): only those proven under this stack's secret (lease/created-proof.ts).
-  const proofKey = await proofKeyOf(options.stack, exported, options.stackName);
+  // Worked out only when some entry needs it (PBKDF2 of the passphrase: a takeover of pending creates alone goes without).
+  const proofKey = (lease.current.created ?? []).length > 0 || hasIntents(lease.current) ? await proofKeyOf(options.stack, exported, options.stackName) : undefined;
   // A dead checkpoint-free run's intents: its deletes read back, its creates the service holds become `created` entries.
   await settleIntents(options, exported, proofKey);
   const created = await provenCreated(options, proofKey, lease.current.created ?? []);

@@ -18,7 +18,7 @@ export { privateDirs, writePrivate } from "./private-files";
 export { processAlive } from "./processes";
 export { LiveLockError, type LockHolder, lockHolderStatus, type LockHolderStatus, pulumiProcessAlive, readLockHolders, removeStaleLocks } from "./pulumi-locks";
 export { FileSlotStore, LOCK_STALE_MS, RateBudgetDirError } from "./slot-store";
-export { readStoredDeployment, stackFilePresence, type StackFilePresence, type StoredDeployment, TornCheckpointError } from "./stack-file";
+export { readStoredDeployment, stackFilePresence, writeStoredDeployment, type StackFilePresence, type StoredDeployment, TornCheckpointError } from "./stack-file";
 export { removeLingeringTornSidecars, repairTornWrites, TORN_FOR_MS } from "./torn-sidecars";
 
 /** A file backend's directory as one SharedBackend. */

@@ -10,12 +10,14 @@
 // A sidecar `<stack>.json.attrs` that is not whole (its writer rewrites it in
 // place, torn-sidecars.ts) is a torn read here as it is for the CLI, which
 // fails on it "to load checkpoint".
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { stackPath } from "../run-record";
 import { isValidStackName } from "../stack-name";
 import { UserGroupsError } from "../../wire/errors";
 import { fileBackendDir } from "./backend-dir";
+import { writePrivate } from "./private-files";
 
 /** A deployment as `pulumi stack export` prints it. */
 export interface StoredDeployment {
@@ -114,4 +116,24 @@ export function readStoredDeployment(backendUrl: string, project: string, stack:
   const latest = checkpoint.latest;
   if (latest === null || typeof latest !== "object" || Array.isArray(latest)) return undefined;
   return { version: 3, deployment: latest as Record<string, unknown> };
+}
+
+/**
+ * Writes `deployment` (as `pulumi stack export` prints it) as the stack's
+ * latest checkpoint in its file, as `pulumi stack import` would, without a CLI
+ * process: only where readStoredDeployment reads the stack (its checkpoint, and a
+ * sidecar whole if there is one), the sidecar's MD5 updated with it. Answers false where
+ * the CLI must write. For a backend no other process writes while the caller
+ * runs (a run's private copy of an object-store stack, under its lease).
+ */
+export function writeStoredDeployment(backendUrl: string, project: string, stack: string, deployment: StoredDeployment): boolean {
+  const files = stackFiles(backendUrl, project, stack);
+  if (files === undefined || files === "none" || readStoredDeployment(backendUrl, project, stack) === undefined) return false;
+  const checkpoint = JSON.parse(readFileSync(files.data, "utf8")) as { version: 3; checkpoint: Record<string, unknown> };
+  // No sidecar (a private copy's checkpoint as the store gave it): none is made; one there gets the new bytes' MD5.
+  const attrs = existsSync(files.attrs) ? (JSON.parse(readFileSync(files.attrs, "utf8")) as Record<string, unknown>) : undefined;
+  const text = JSON.stringify({ ...checkpoint, checkpoint: { ...checkpoint.checkpoint, latest: deployment.deployment } }, null, 4);
+  writePrivate(files.data, text, false);
+  if (attrs !== undefined) writePrivate(files.attrs, JSON.stringify({ ...attrs, md5: createHash("md5").update(text, "utf8").digest("base64") }), false);
+  return true;
 }
