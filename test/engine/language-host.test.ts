@@ -13,6 +13,7 @@ import { accessSync, constants, mkdirSync, readFileSync, writeFileSync } from "n
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pulumiCommandOnPath } from "../../provider/automation/engine/pulumi-cli";
 import { createPulumiTestEnv, REPO_ROOT, type PulumiTestEnv } from "../support/pulumi-env";
 
 const MARKER = "pulumi-user-groups-language-host";
@@ -187,6 +188,16 @@ describe("the Node.js language host", () => {
   describe("runs an on-disk TypeScript program", () => {
     let stack: Stack;
     const dir = env.workDir;
+    /**
+     * The stack as the backend stores it: its checkpoint file, read here (a `stack export` or `stack output` reads the
+     * same file through two engine processes).
+     */
+    const stored = () =>
+      JSON.parse(readFileSync(path.join(env.backendDir, ".pulumi/stacks/langhost-ts/dev.json"), "utf8")) as {
+        checkpoint: { latest?: { resources?: { type: string; outputs?: Record<string, unknown> }[] } };
+      };
+    /** The stack's plain outputs as stored (what `stack output` shows). */
+    const storedOutputs = () => stored().checkpoint.latest?.resources?.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs ?? {};
 
     beforeAll(async () => {
       writeProgram(dir, {
@@ -196,9 +207,10 @@ describe("the Node.js language host", () => {
         "package.json": JSON.stringify({ name: "langhost-ts", private: true }),
         "index.ts": TS_PROGRAM,
       });
-      stack = await LocalWorkspace.createOrSelectStack({ stackName: "dev", workDir: dir }, { envVars: env.envVars });
-      await stack.setConfig("greeting", { value: "hello" });
-      await stack.setConfig("token", { value: "s3cr3t-token", secret: true });
+      // The backend is the env's own and empty: the stack is created at once (a select first would only fail). The
+      // engine's version as the product knows it (cached per binary), not a `pulumi version` per workspace.
+      stack = await LocalWorkspace.createStack({ stackName: "dev", workDir: dir }, { envVars: env.envVars, pulumiCommand: await pulumiCommandOnPath(env.envVars) });
+      await stack.setAllConfig({ greeting: { value: "hello" }, token: { value: "s3cr3t-token", secret: true } });
     });
 
     it("up creates the resource and exports outputs, the secret one as a secret", async () => {
@@ -223,7 +235,7 @@ describe("the Node.js language host", () => {
     it("refresh succeeds and keeps the outputs", async () => {
       const refresh = await stack.refresh();
       expect(refresh.summary.result).toBe("succeeded");
-      expect((await stack.outputs()).id?.value).toBe("greet-hello");
+      expect(storedOutputs().id).toBe("greet-hello");
     });
 
     it("a program that throws fails the update with its message", async () => {
@@ -235,7 +247,7 @@ describe("the Node.js language host", () => {
         writeFileSync(path.join(dir, "index.ts"), good);
       }
       // Nothing was deleted because the program failed part way.
-      expect((await stack.outputs()).id?.value).toBe("greet-hello");
+      expect(storedOutputs().id).toBe("greet-hello");
     });
 
     it("a program that exits non-zero fails the update with the exit code", async () => {
@@ -251,8 +263,9 @@ describe("the Node.js language host", () => {
     it("destroy removes everything", async () => {
       const destroy = await stack.destroy();
       expect(destroy.summary.resourceChanges).toMatchObject({ delete: 2 });
-      const state = await stack.exportStack();
-      expect(state.deployment.resources ?? []).toHaveLength(0);
+      const { latest } = stored().checkpoint;
+      expect(latest).toBeDefined();
+      expect(latest?.resources ?? []).toHaveLength(0);
     });
   });
 
@@ -263,7 +276,7 @@ describe("the Node.js language host", () => {
       "package.json": JSON.stringify({ name: "langhost-js", private: true }),
       "src/program.js": JS_PROGRAM,
     });
-    const stack = await LocalWorkspace.createOrSelectStack({ stackName: "js", workDir: dir }, { envVars: env.envVars });
+    const stack = await LocalWorkspace.createStack({ stackName: "js", workDir: dir }, { envVars: env.envVars, pulumiCommand: await pulumiCommandOnPath(env.envVars) });
     await stack.setConfig("word", { value: "plain-js" });
     const up = await stack.up();
     expect(up.outputs.word?.value).toBe("plain-js");

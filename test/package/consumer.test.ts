@@ -10,11 +10,13 @@
 // own cache is the user's; arethetypeswrong's prefix is scripts/ensure-attw's, under
 // ~/.cache). dist/ is built by `pretest`.
 import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { privateCacheDir } from "../../provider/compile-cache-dir";
 
 const REPO_ROOT = path.resolve(__dirname, "../..");
 const run = promisify(execFile);
@@ -44,6 +46,59 @@ async function compile(project: string, config: string): Promise<string> {
   } catch (error) {
     return String((error as { stdout?: string }).stdout ?? error);
   }
+}
+
+/**
+ * Copies an installed project's node_modules: hard links for the packages (npm replaces them, never writes into
+ * them), a real copy of the one file npm rewrites in place (node_modules/.package-lock.json).
+ */
+async function copyModules(from: string, to: string): Promise<void> {
+  await run("cp", ["-al", from, to]).catch(async () => {
+    rmSync(to, { recursive: true, force: true });
+    await run("cp", ["-a", from, to]);
+  });
+  const lock = path.join(to, ".package-lock.json");
+  const text = readFileSync(lock);
+  rmSync(lock);
+  writeFileSync(lock, text);
+}
+
+/**
+ * `npm install @pulumi/pulumi@<sdk> typescript@5` in `project`, as a user's project has them before ours: run once per
+ * SDK, TypeScript, Node.js and npm version and project manifest, in the per-user cache (0700; written aside and moved
+ * into place whole), and copied into `project`. The install of the package's tarball into it (the test's subject)
+ * runs every time.
+ */
+async function installSdk(project: string, sdk: string, typescriptVersions: string | string[]): Promise<void> {
+  const typescript = ([typescriptVersions].flat() as string[]).sort((a, b) => a.localeCompare(b, "en", { numeric: true })).at(-1)!;
+  const npmVersion = (await npm(["--version"], project)).stdout.trim();
+  const manifest = readFileSync(path.join(project, "package.json"), "utf8");
+  const key = createHash("sha256").update(JSON.stringify([sdk, typescript, process.version, npmVersion, manifest])).digest("hex").slice(0, 16);
+  const cache = privateCacheDir(process.env, os.homedir(), "consumer-projects");
+  if (cache === undefined) {
+    await npm(["install", `@pulumi/pulumi@${sdk}`, `typescript@${typescript}`], project);
+    return;
+  }
+  const ready = path.join(cache, key);
+  if (!existsSync(path.join(ready, "node_modules", ".package-lock.json"))) {
+    const staging = mkdtempSync(`${ready}.partial-`);
+    try {
+      writeFileSync(path.join(staging, "package.json"), manifest);
+      await npm(["install", `@pulumi/pulumi@${sdk}`, `typescript@${typescript}`], staging);
+      try {
+        renameSync(staging, ready); // whole or not at all: of two installs at once, the first to finish wins
+      } catch (error) {
+        if (!existsSync(path.join(ready, "node_modules", ".package-lock.json"))) throw error;
+      }
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
+    // Projects of earlier versions are not needed again.
+    for (const other of readdirSync(cache)) if (other !== key && !other.includes(".partial-")) rmSync(path.join(cache, other), { recursive: true, force: true });
+  }
+  // The manifest and lockfile npm wrote (the README's, the two dependencies added), as real files; the packages linked.
+  for (const file of ["package.json", "package-lock.json"]) writeFileSync(path.join(project, file), readFileSync(path.join(ready, file)));
+  await copyModules(path.join(ready, "node_modules"), path.join(project, "node_modules"));
 }
 
 describe("the package in a fresh project beside the newest Pulumi SDK", { timeout: 300_000 }, () => {
@@ -76,7 +131,7 @@ describe("the package in a fresh project beside the newest Pulumi SDK", { timeou
     const pkg = JSON.parse(readFileSync(path.join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> };
     delete pkg.dependencies["pulumi-user-groups"];
     writeFileSync(path.join(project, "package.json"), JSON.stringify(pkg, null, 2));
-    await npm(["install", `@pulumi/pulumi@${newestSdk}`, "typescript@5"], project);
+    await installSdk(project, newestSdk, JSON.parse((await npm(["view", "typescript@5", "version", "--json"], tmp)).stdout) as string | string[]);
     const installed = await npm(["install", tarball], project);
     installLog = installed.stdout + installed.stderr;
   }, 300_000);

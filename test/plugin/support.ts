@@ -4,7 +4,7 @@
 // its own with a private PULUMI_HOME, as a user would.
 import { type ExecFileOptions, execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -137,12 +137,46 @@ export function createCliEnv(label: string, extraPath: string[] = []): CliEnv {
   };
 }
 
-/** Installs the plugin tarball into the env's PULUMI_HOME, as a user would. */
+/** What the engine's install of a tarball depends on besides the tarball: the engine binary (`pulumi` on the env's PATH). */
+function engineKey(env: CliEnv): string {
+  const binary = path.join(env.binDir, "pulumi");
+  const stats = statSync(realpathSync(binary));
+  return createHash("sha256").update(JSON.stringify([realpathSync(binary), stats.size, stats.mtimeMs])).digest("hex").slice(0, 16);
+}
+
+/**
+ * The plugin tarball installed by `pulumi plugin install --file`, as a user installs it, into the env's PULUMI_HOME.
+ * The install itself (about 5 s of CPU: 8,500 files) runs once per tarball and engine, into a PULUMI_HOME beside the
+ * cached tarball (written aside, then moved into place whole: of two files installing at once, the first to finish
+ * wins and the other uses its copy); each env gets a hard-linked copy of what it wrote.
+ * `pulumi plugin install` from a tarball and from a server is tested as such by release.test.ts and pack.test.ts.
+ */
 export async function installPlugin(env: CliEnv): Promise<string> {
   const tarball = pluginTarball();
-  await env.pulumi(["plugin", "install", "resource", "user-groups", PLUGIN_VERSION, "--file", tarball]);
-  const installed = path.join(env.vars.PULUMI_HOME!, "plugins", `resource-user-groups-v${PLUGIN_VERSION}`);
-  if (!existsSync(path.join(installed, "pulumi-resource-user-groups"))) throw new Error(`the plugin is not in ${installed}`);
+  const name = `resource-user-groups-v${PLUGIN_VERSION}`;
+  const home = path.join(path.dirname(tarball), `pulumi-home-${engineKey(env)}`);
+  const launcher = (root: string) => path.join(root, "plugins", name, "pulumi-resource-user-groups");
+  if (!existsSync(launcher(home))) {
+    const staging = mkdtempSync(`${home}.partial-`);
+    try {
+      await env.pulumi(["plugin", "install", "resource", "user-groups", PLUGIN_VERSION, "--file", tarball], { env: { PULUMI_HOME: staging } });
+      if (!existsSync(launcher(staging))) throw new Error(`pulumi plugin install left no plugin in ${staging}`);
+      try {
+        renameSync(staging, home); // whole, or not at all: another file's install may have won
+      } catch (error) {
+        if (!existsSync(launcher(home))) throw error;
+      }
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
+  }
+  const plugins = path.join(env.vars.PULUMI_HOME!, "plugins");
+  mkdirSync(plugins, { recursive: true });
+  for (const entry of readdirSync(path.join(home, "plugins"))) {
+    await run("cp", ["-al", path.join(home, "plugins", entry), path.join(plugins, entry)]).catch(() => run("cp", ["-a", path.join(home, "plugins", entry), path.join(plugins, entry)]));
+  }
+  const installed = path.join(plugins, name);
+  if (!existsSync(launcher(env.vars.PULUMI_HOME!))) throw new Error(`the plugin is not in ${installed}`);
   return installed;
 }
 

@@ -2,7 +2,7 @@
 // the Automation API against a fake server started for it, on a temporary file
 // backend, asserting Pulumi's program-test invariants: preview -> up -> preview
 // with no changes -> refresh with no changes -> edit steps with the expected
-// actions -> export/import round-trip -> destroy -> server empty.
+// actions -> export/import round-trip -> destroy -> server and state empty.
 // A preview with no changes follows every up once, before the next change: the
 // one after the last up is the preview after the export/import round-trip (with
 // nothing changed in between, it shows the same: a diff there fails it just the
@@ -16,6 +16,7 @@ import path from "node:path";
 import { expect, inject } from "vitest";
 import { type ApiKeyConfig, type ChangeCounts, createTestStack, type FakeServer, startEmulator, trackChanges } from "../../testing";
 import { REPO_ROOT } from "./pulumi-env";
+import { readStoredState } from "./user-group-stack";
 
 export type { ChangeCounts };
 
@@ -122,7 +123,11 @@ export async function runExampleLifecycle(spec: ExampleSpec): Promise<void> {
 
     await quiet.destroy();
     expect(server.groups(), "destroy leaves the server empty").toEqual([]);
-    await stack.workspace.removeStack("test");
+    // ...and the state empty, read as the backend stores it (a `stack rm` would refuse a stack with resources left,
+    // one more engine process; the stack's directory goes with the TestStack).
+    const stored = JSON.parse(readStoredState(testStack)) as { checkpoint: { latest?: { resources?: unknown[] } } };
+    expect(stored.checkpoint.latest, "destroy leaves a state").toBeDefined();
+    expect(stored.checkpoint.latest?.resources ?? [], "destroy leaves the state empty").toEqual([]);
   } finally {
     await emulator.close();
   }
