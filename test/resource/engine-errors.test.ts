@@ -9,10 +9,10 @@
 // - After `pulumi config rm user-groups:baseUrl`, a plain refresh still has
 //   the base URL the last up recorded: its refusal says so and names the fix,
 //   and doing what it says (refresh --run-program) works, then destroy.
-// Every up, refresh and destroy runs with --skip-preview: the preview a plain
-// `--yes` runs first loads the program and the provider again (a second program
-// process and dynamic-provider process, ~4 s of CPU on 2 busy cores) and asserts
-// nothing here; the failures are the provider's own, the same in either phase.
+// Every up, refresh and destroy runs with --skip-preview: without it, an up that
+// fails ran the program and the dynamic provider twice (a preview, then the
+// update: ~5 s of CPU more each on 2 busy cores), and the preview asserts nothing
+// here; the failures are the provider's own, the same in either phase.
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
