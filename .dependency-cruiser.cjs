@@ -4,7 +4,7 @@
 // never upward, no import cycles, the automation folders one way
 // (telemetry -> model -> backend -> lease -> engine -> shards -> operations, fleet), each
 // folder entered through its index.ts, and cli/ and the repository's tools using
-// automation only through its entry points (index.ts, internal.ts); backends/
+// automation only through its entry points (index.ts, internal.ts, offline.ts); backends/
 // (the shared state backends) entered through its registry, index.ts, its
 // adapter folders apart from each other.
 /** Paths below provider/ a layer must not import. */
@@ -86,9 +86,9 @@ module.exports = {
     {
       name: "automation-entry-points-only",
       severity: "error",
-      comment: "cli/, bench/, scripts/ and testkit/ use automation only through index.ts or internal.ts.",
+      comment: "cli/, bench/, scripts/ and testkit/ use automation only through its entry points: index.ts, internal.ts, offline.ts (what runs no engine).",
       from: { path: "^(provider/cli|bench|scripts|testkit)/" },
-      to: { path: "^provider/automation/", pathNot: "^provider/automation/(index|internal)\\.ts$" },
+      to: { path: "^provider/automation/", pathNot: "^provider/automation/(index|internal|offline)\\.ts$" },
     },
     {
       name: "client-folder-through-index",

@@ -1,7 +1,7 @@
 // The `user-groups` command line: operations, options and their rules.
 import { parseArgs } from "node:util";
 import { didYouMean } from "../wire/did-you-mean";
-import { backendUrlSecrets, parseDurationMs, type Operation, isValidStackName } from "../automation/internal";
+import { backendUrlSecrets, parseDurationMs, type Operation, isValidStackName } from "../automation/offline";
 import { UserGroupsError } from "../wire/errors";
 import { PLAN_COMMIT_PATTERN, PLAN_RUN_PATTERN, type PlanOrigin } from "./reviewed-plan";
 

@@ -5,7 +5,7 @@
 // group's serialized properties (the wire's 1 MiB, groups-spec.ts). Every
 // problem names the file and the entry.
 import yaml from "js-yaml";
-import { type GroupSpec, groupsDocumentSchema, validateGroups, FileRefusedError, readRegularFile } from "../automation/internal";
+import { type GroupSpec, groupsDocumentSchema, validateGroups, FileRefusedError, readRegularFile } from "../automation/offline";
 import { didYouMean } from "../wire/did-you-mean";
 import { UserGroupsError } from "../wire/errors";
 import { quoteForMessage } from "../wire/issues";

@@ -8,13 +8,13 @@ import { createInterface } from "node:readline/promises";
 import { UserGroupsError } from "../wire/errors";
 import { PACKAGE_VERSION } from "../version";
 import { type CliArgs, type CliInfoRequest, commandUsage, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, USAGE } from "./args";
-import type { GroupSpec } from "../automation/internal";
+import type { GroupSpec } from "../automation/offline";
 import { readGroupsFile } from "./groups-file";
 import { type CliIo, printJson, reportFailure } from "./io";
 import { terminalMessage, terminalText } from "./output";
-import { startTelemetry } from "./telemetry-setup";
-import { SpanStatusCode } from "@opentelemetry/api";
-import { allowedAttributes } from "../telemetry";
+import { telemetryRequested } from "../otel-env";
+// What an engine command needs (the automation layer, @pulumi/pulumi, OpenTelemetry) is loaded when one starts, not here:
+// `--help`, `validate` and a refused groups file load none of it (test/cli/cli-start.test.ts).
 
 export { type CliArgs, type CliInfoRequest, type CliOperation, didYouMean, EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parseCliArgs, UsageError } from "./args";
 export { readGroupsFile } from "./groups-file";
@@ -67,6 +67,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     const { runEngineCommand } = await import("./engine-commands.js");
     // OpenTelemetry only when the environment asks for it (OTEL_*): the command's span is the root of its runs' spans.
+    if (!telemetryRequested(io.env)) return await runEngineCommand(args, groups, io);
+    const [{ startTelemetry }, { SpanStatusCode }, { allowedAttributes }] = await Promise.all([
+      import("./telemetry-setup.js"),
+      import("@opentelemetry/api"),
+      import("../telemetry.js"),
+    ]);
     const telemetry = await startTelemetry(io.env, { serviceName: "user-groups" }).catch((error: unknown) => {
       io.stderr(`user-groups: OpenTelemetry not started: ${terminalMessage(error instanceof Error ? error.message : String(error))}\n`);
       return undefined;

@@ -6,9 +6,9 @@ import { assertNodeVersion } from "../node-version";
 import { UserGroupsError } from "../wire/errors";
 import { skipPulumiPromiseStacks } from "./promise-stacks";
 import { PROVIDER_MODULE_TEXT } from "./provider-shell";
+import { USER_GROUP_TYPE } from "./user-group-type";
 
-/** Pulumi runs this type with its Node.js dynamic-provider plugin (as pulumi.dynamic.Resource does). */
-export const USER_GROUP_TYPE = "pulumi-nodejs:dynamic/pulumi-user-groups:UserGroup";
+export { USER_GROUP_TYPE } from "./user-group-type";
 
 /** Each member may itself be a value, a promise or an output. */
 export type InputMembers<T> = { [K in keyof T]: pulumi.Input<T[K]> };

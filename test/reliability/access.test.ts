@@ -2,6 +2,7 @@
 // CONTRACT.md W1/W9 say, and the provider turns the refusals into errors a
 // user can act on.
 import { afterAll, describe, expect, it } from "vitest";
+import { runOnly } from "../../provider/automation/engine/pulumi-cli";
 import { UserGroupApiError } from "../../provider/client/errors";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import {
@@ -20,6 +21,7 @@ import {
   TESTING_KEY,
   useReliabilityServer,
 } from "./support";
+import { refreshChanges } from "../support/run-results";
 
 let rs: ReliabilityServer;
 const stacks = useReliabilityServer((started) => (rs = started));
@@ -114,13 +116,13 @@ describe("access through a stack", () => {
     const gs = await createGroupStack("access-env", rs.server.url, CUSTOMER_KEY, FAST_RETRIES, "env");
     stacks.push(gs);
     gs.declared = groupsOf(2, "env");
-    await gs.stack.up(gs.run);
+    await runOnly(gs.stack).up(gs.run);
     await expectConverged(rs.server, gs);
     const before = rs.server.groups();
 
     gs.stack.workspace.envVars.USER_GROUPS_API_KEY = TESTING_KEY;
     const mark = rs.server.journal().length;
-    const refresh = await gs.stack.refresh(gs.run);
+    const refresh = await refreshChanges(gs.stack, gs.run);
     expect(refresh.summary.resourceChanges).toMatchObject({ delete: 2 });
     // The Customer groups are untouched and nothing was created in Testing, not even for a moment (R5):
     // the refresh read with PUTs of the id only, each a 404 for the other environment (W9).

@@ -5,6 +5,7 @@
 // client and the fake server, and through Pulumi for a handful.
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { runOnly } from "../../provider/automation/engine/pulumi-cli";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import { checkInputs } from "../../provider/logic/inputs";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
@@ -133,13 +134,13 @@ describe("through a stack", () => {
     });
     declared.set("long", { name: "名".repeat(255), userGroupId: "long", properties: { text: "x".repeat(100_000) } });
     gs.declared = declared;
-    await gs.stack.up(gs.run);
+    await runOnly(gs.stack).up(gs.run);
     await expectConverged(rs.server, gs);
     for (const [id, args] of declared) {
       expect(rs.server.groups().find((g) => g.user_group_id === id)?.properties).toEqual(JSON.parse(JSON.stringify(args.properties)));
     }
     await gs.stack.preview({ expectNoChanges: true, ...gs.run });
-    await gs.stack.refresh({ expectNoChanges: true, ...gs.run });
+    await runOnly(gs.stack).refresh({ expectNoChanges: true, ...gs.run });
 
     const before = rs.server.journal().length;
     const invalid = fc.sample(invalidInputs, { numRuns: 3, seed: 7 });

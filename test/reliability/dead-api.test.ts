@@ -4,6 +4,7 @@
 // Retries and timeouts are shortened through the provider's environment
 // overrides (USER_GROUPS_HTTP_TIMEOUT_MS, USER_GROUPS_MAX_ATTEMPTS).
 import { describe, expect, it } from "vitest";
+import { runOnly } from "../../provider/automation/engine/pulumi-cli";
 import {
   createGroupStack,
   CUSTOMER_KEY,
@@ -62,9 +63,9 @@ describe("a dead API", () => {
     const firstRequestAt = Math.min(...lateGets().map((entry) => Date.parse(entry.time)));
     expect(failedAt - firstRequestAt).toBeLessThan(12_000);
     for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, adoptExisting: true });
-    await gs.stack.up(gs.run);
+    await runOnly(gs.stack).up(gs.run);
     await gs.stack.preview({ expectNoChanges: true, ...gs.run });
-    await gs.stack.destroy(gs.run);
+    await runOnly(gs.stack).destroy(gs.run);
     expect(rs.server.groups()).toEqual([]);
   });
 

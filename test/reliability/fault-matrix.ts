@@ -6,11 +6,15 @@
 // the stack reports. Last, no token and no API key may appear in anything the
 // runs left behind (state files, engine output with the provider's debug lines,
 // the server's log and journal). Split over two files so that they run in parallel.
+// Change counts come from each run's summary event and outputs from the state
+// (test/support/run-results.ts), not from three CLI processes after each run.
 // Probabilistic rules are seeded: each file prints its FAULT_SEED; run it again with
 // FAULT_SEED=<n> to replay the same chances.
 import { describe, expect, it } from "vitest";
 import type { FaultRuleInput } from "../../fake-server";
+import { runOnly } from "../../provider/automation/engine/pulumi-cli";
 import { API_METHODS } from "../../provider/wire/schemas";
+import { destroyChanges, upChanges } from "../support/run-results";
 import {
   API_KEYS,
   createGroupStack,
@@ -82,7 +86,7 @@ export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void
         rs.server.setFaults(seeded(fc.rules, seed, index));
 
         gs.declared = groupsOf(GROUPS, `${label}${index}`);
-        const up = await gs.stack.up(gs.run);
+        const up = await upChanges(gs.stack, gs.run);
         expect(up.summary.resourceChanges).toEqual({ create: GROUPS + 1 });
         await expectConverged(rs.server, gs);
         const created = new Map(rs.server.groups().map((g) => [g.user_group_id, g.token]));
@@ -90,16 +94,16 @@ export function runFaultMatrix(label: string, cases: readonly FaultCase[]): void
         // Rename and rotate every group in one run: a PUT and a POST each.
         gs.declared = groupsOf(GROUPS, `${label}${index}`, { rotationTrigger: "2026-12" });
         for (const [id, args] of gs.declared) gs.declared.set(id, { ...args, name: `${String(args.name)} (renamed)` });
-        const up2 = await gs.stack.up(gs.run);
+        const up2 = await upChanges(gs.stack, gs.run);
         expect(up2.summary.resourceChanges).toEqual({ update: GROUPS, same: 1 });
         await expectConverged(rs.server, gs);
         for (const g of rs.server.groups()) expect(g.token).not.toBe(created.get(g.user_group_id));
 
-        await gs.stack.refresh({ expectNoChanges: true, ...gs.run });
+        await runOnly(gs.stack).refresh({ expectNoChanges: true, ...gs.run });
         await gs.stack.preview({ expectNoChanges: true, ...gs.run });
         await expectConverged(rs.server, gs);
 
-        const destroy = await gs.stack.destroy(gs.run);
+        const destroy = await destroyChanges(gs.stack, gs.run);
         expect(destroy.summary.resourceChanges).toEqual({ delete: GROUPS + 1 });
         expect(rs.server.groups()).toEqual([]);
 

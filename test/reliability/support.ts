@@ -7,6 +7,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
+import { stackOutputs } from "../support/run-results";
 import { createUserGroupStack, loadPackage, type StackHandle } from "../support/user-group-stack";
 
 export const CUSTOMER_KEY = "reliability-customer-key-0001";
@@ -129,7 +130,7 @@ export function groupsOf(count: number, prefix: string, extra: Partial<UserGroup
 export async function expectConverged(server: FakeServer, gs: GroupStack, environment = "Customer"): Promise<void> {
   const held = server.groups().filter((g) => g.environment === environment);
   expect(held.map((g) => g.user_group_id).sort()).toEqual([...gs.declared.keys()].sort());
-  const outputs = await gs.stack.outputs();
+  const outputs = await stackOutputs(gs.stack);
   for (const [id, args] of gs.declared) {
     const group = held.find((g) => g.user_group_id === id)!;
     expect(group.name).toBe(args.name);

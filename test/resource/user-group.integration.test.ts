@@ -2,11 +2,13 @@
 // Automation API, against the fake server, with a file backend. One stack walks
 // through the life of its groups; each step checks what a user would see.
 import * as pulumi from "@pulumi/pulumi";
-import type { OutputMap, Stack, UpResult } from "@pulumi/pulumi/automation";
+import type { OutputMap, Stack } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { type FakeServer, startFakeServer } from "../../fake-server";
+import { runOnly } from "../../provider/automation/engine/pulumi-cli";
 import { UserGroupsClient } from "../../provider/client/http-client";
 import type { UserGroupArgs } from "../../provider/resource/user-group";
+import { destroyChanges, refreshChanges, type RunChanges, upWithOutputs } from "../support/run-results";
 import { story } from "../support/story";
 import { createUserGroupStack, loadPackage, readStoredState, type StackHandle } from "../support/user-group-stack";
 
@@ -36,10 +38,14 @@ function tokenOf(outputs: OutputMap, name: string): string {
   return token?.value as string;
 }
 const run = { onOutput: (line: string) => handle.onOutput(line) };
-/** The outputs the last up returned (it reads them once the engine has ended): the stack's until the next up. */
+/** The outputs the last up returned (read once the engine has ended): the stack's until the next up. */
 let latest: OutputMap = {};
-async function runUp(): Promise<UpResult> {
-  const result = await stack.up(run);
+/**
+ * An up, with what the Automation API's would return: its change counts from the engine's summary event, the
+ * stack's outputs from its state (test/support/run-results.ts: one CLI process after the run instead of three).
+ */
+async function runUp(): Promise<RunChanges & { outputs: OutputMap }> {
+  const result = await upWithOutputs(stack, run);
   latest = result.outputs;
   return result;
 }
@@ -51,8 +57,8 @@ function tokenOutput(name: string): string {
  * The stack, for a run whose result this file does not read: the Automation API reads no outputs and no history
  * entry once the engine has ended (two CLI processes an up, one a refresh). The run itself is the same.
  */
-function unread(): Stack {
-  return Object.create(stack, { info: { value: () => Promise.resolve(undefined) }, outputs: { value: () => Promise.resolve({}) } }) as Stack;
+function unread(): Pick<Stack, "up" | "refresh" | "destroy"> {
+  return runOnly(stack);
 }
 
 beforeAll(async () => {
@@ -116,7 +122,7 @@ describe("UserGroup through the Automation API", () => {
   step("shows no changes in a preview and a refresh right after", async () => {
     const preview = await stack.preview({ expectNoChanges: true, ...run });
     expect(preview.changeSummary).toEqual({ same: 3 });
-    const refresh = await stack.refresh({ expectNoChanges: true, ...run });
+    const refresh = await refreshChanges(stack, { expectNoChanges: true, ...run });
     expect(refresh.summary.resourceChanges).toEqual({ same: 3 });
   });
 
@@ -168,7 +174,7 @@ describe("UserGroup through the Automation API", () => {
 
   step("notices an out-of-band delete on refresh, leaves nothing behind, and up creates it again", async () => {
     await oob.delete({ current_token: serverGroup("acme")!.token });
-    const refresh = await stack.refresh(run);
+    const refresh = await refreshChanges(stack, run);
     expect(refresh.summary.resourceChanges).toMatchObject({ delete: 1 });
     expect(serverGroup("acme")).toBeUndefined();
     const up = await runUp();
@@ -246,7 +252,7 @@ describe("UserGroup through the Automation API", () => {
   });
 
   step("destroys every group, leaving the server empty", async () => {
-    const destroy = await stack.destroy(run);
+    const destroy = await destroyChanges(stack, run);
     expect(destroy.summary.resourceChanges).toMatchObject({ delete: 4 });
     expect(server.groups().filter((g) => g.user_group_id !== "legacy" || g.environment !== "Customer")).toEqual([]);
     expect(server.groups()).toEqual([]);

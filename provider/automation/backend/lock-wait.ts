@@ -3,7 +3,6 @@
 // One policy for every caller (the fleet, the CLI's --lock-timeout): jittered
 // exponential backoff, up to a time budget, then an error naming the stack and
 // how long it waited. The clock (time, sleep, jitter) is injected for tests.
-import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { backoffDelayMs, type RetryPolicy } from "../../client/retry-policy";
 import { type Clock, clockOf } from "../../clock";
 import { formatDuration } from "../model";
@@ -37,7 +36,9 @@ export class StackLockTimeoutError extends UserGroupsError {
 
 /** Is this the engine (any backend) or this process refusing a stack another run holds? */
 export function isStackLocked(error: unknown): boolean {
-  if (error instanceof ConcurrentUpdateError || error instanceof StackLockedError) return true;
+  // Pulumi's ConcurrentUpdateError, by its name: this folder is on the CLI's path before any engine run
+  // (safe file reads), and importing the class would load @pulumi/pulumi/automation there.
+  if ((error instanceof Error && error.name === "ConcurrentUpdateError") || error instanceof StackLockedError) return true;
   // The HTTP backend's conflict and the diy backend's lock, as @pulumi/pulumi detects them,
   // for errors that reach us re-wrapped (e.g. from stack selection).
   const text = error instanceof Error ? error.message : "";

@@ -9,7 +9,7 @@
 // (a changed id or profile is another name: a delete and a create). No preview is
 // needed; the cost is one `pulumi stack export`.
 import type { Deployment } from "@pulumi/pulumi/automation";
-import { USER_GROUP_TYPE } from "../../resource/user-group";
+import { USER_GROUP_TYPE } from "../../resource/user-group-type";
 import { UserGroupsError } from "../../wire/errors";
 import { nameOfUrn } from "./resource-name";
 

@@ -4,7 +4,7 @@
 // at once). Inputs only, so never a token. Every value is bounded and printed as
 // JSON with control, format and bidi characters escaped: a value is data, never
 // something a terminal or a Markdown renderer acts on.
-import { CONTROLS, type FieldChange, type GroupResult, type GroupSpec, resourceNameOf, type RunResult } from "../../automation/internal";
+import { CONTROLS, type FieldChange, type GroupResult, type GroupSpec, resourceNameOf, type RunResult } from "../../automation/offline";
 
 /** Longest value shown; longer ones end in "...". */
 const MAX_VALUE_CHARS = 60;

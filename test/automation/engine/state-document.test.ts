@@ -5,8 +5,9 @@
 // state is written through a 0600 file in the run's 0700 directory that is gone
 // after the import, after a refusal before the write, and after a SIGTERM.
 import { spawn } from "node:child_process";
-import { lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { beforeAll, describe, expect, it } from "vitest";
 import { provisionUserGroups, WrongPassphraseError } from "../../../provider/automation";
 import { selectStack, StackNotFoundError } from "../../../provider/automation/engine/open-stack";
@@ -111,6 +112,26 @@ describe("on a file backend", () => {
       expect(JSON.stringify(read)).toMatch(/"ciphertext":"v1:/);
     });
   });
+  // The stack's project is its workspace's: another program's stack on the same backend is read from its own file
+  // too, not from this package's stack of the same name ("user-groups"/read, made above), and not through the CLI.
+  it("a stack of another project is read from its own file with no CLI process, exactly what `pulumi stack export` prints", async () => {
+    const options = runOptions(READ_ONLY);
+    const envVars = { ...options.envVars, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE };
+    const workDir = path.join(env.workDir, "another-project");
+    mkdirSync(workDir, { recursive: true });
+    const stack = await LocalWorkspace.createOrSelectStack(
+      { stackName: READ_ONLY, projectName: "another-project", program: async () => ({ answer: 42 }) },
+      { workDir, envVars, pulumiCommand: await pulumiCommandOnPath(options.envVars) },
+    );
+    await stack.up();
+    let read: Awaited<ReturnType<typeof exportState>> | undefined;
+    expect(await commandsOf(options, async () => (read = await exportState(stack)))).toEqual([]);
+    const printed = await (stack.workspace.pulumiCommand as unknown as Runner).run(["stack", "export", "--stack", stack.name], workDir, envVars);
+    expect(read).toEqual(JSON.parse(printed.stdout));
+    const text = JSON.stringify(read);
+    expect(text).toContain("urn:pulumi:read::another-project::pulumi:pulumi:Stack::another-project-read");
+    expect(text).not.toContain("UserGroup");
+  }, 120_000);
 });
 
 describe("writing a state", () => {

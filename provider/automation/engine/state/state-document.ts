@@ -28,7 +28,7 @@
 //
 // Reads ride out a checkpoint another run is rewriting (file backends, see
 // readStateRetrying), in their span `user_groups.state.read`.
-import type { Deployment, Stack } from "@pulumi/pulumi/automation";
+import type { Deployment, Stack, Workspace } from "@pulumi/pulumi/automation";
 import { createDecipheriv, createHash, pbkdf2, randomBytes } from "node:crypto";
 import { closeSync, constants, lstatSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
@@ -38,7 +38,6 @@ import { UserGroupsError } from "../../../wire/errors";
 import { readStoredDeployment, StackLockedError } from "../../backend";
 import { inSpan } from "../../telemetry";
 import { pulumiErrorLines, WrongPassphraseError } from "../pulumi-cli";
-import { PROJECT_NAME } from "../workspace";
 
 /** Pulumi's key of a secret envelope, and its value for a secret (sdk/go/common/resource/sig). */
 const SIG_KEY = "4dabf18193072939515e22adb298388d";
@@ -59,15 +58,37 @@ async function runPulumi(stack: Stack, args: string[]): Promise<string> {
 
 // ---- reading -------------------------------------------------------------
 
+/** Each workspace's project name, from its project settings (read once: a workspace's project never changes its name). */
+const projectNames = new WeakMap<Workspace, Promise<string | undefined>>();
+
+/** The workspace's project name; undefined when its settings cannot be read (the CLI answers then). */
+function projectNameOf(workspace: Workspace): Promise<string | undefined> {
+  let name = projectNames.get(workspace);
+  if (name === undefined) {
+    name = Promise.resolve()
+      .then(() => workspace.projectSettings())
+      .then(
+        (settings) => (typeof settings?.name === "string" && settings.name !== "" ? settings.name : undefined),
+        () => undefined,
+      );
+    projectNames.set(workspace, name);
+  }
+  return name;
+}
+
 /**
  * On a file backend (the one the stack's commands are given: the workspace's
  * PULUMI_BACKEND_URL), the deployment `pulumi stack export` would print, read
  * from the stack's file in this process: one CLI process less per read
- * (backends/file/stack-file.ts). Undefined where the CLI must answer.
+ * (backends/file/stack-file.ts). The stack's project is the workspace's own (this
+ * package's stacks are "user-groups", another program's its own). Undefined where
+ * the CLI must answer.
  */
-function storedDeployment(stack: Stack): Deployment | undefined {
+async function storedDeployment(stack: Stack): Promise<Deployment | undefined> {
   const backendUrl = stack.workspace.envVars?.PULUMI_BACKEND_URL;
-  return backendUrl ? (readStoredDeployment(backendUrl, PROJECT_NAME, stack.name) as Deployment | undefined) : undefined;
+  if (!backendUrl) return undefined;
+  const project = await projectNameOf(stack.workspace);
+  return project !== undefined ? (readStoredDeployment(backendUrl, project, stack.name) as Deployment | undefined) : undefined;
 }
 
 /**
@@ -76,7 +97,7 @@ function storedDeployment(stack: Stack): Deployment | undefined {
  */
 export function exportState(stack: Stack, tornReadWaitsMs: readonly number[] = TORN_READ_WAITS_MS): Promise<Deployment> {
   return inSpan("user_groups.state.read", { "user_groups.stack": stack.name }, async () => {
-    const deployment = await readStateRetrying(async () => storedDeployment(stack) ?? (JSON.parse(await runPulumi(stack, ["stack", "export"])) as Deployment), stack.name, systemClock, tornReadWaitsMs);
+    const deployment = await readStateRetrying(async () => (await storedDeployment(stack)) ?? (JSON.parse(await runPulumi(stack, ["stack", "export"])) as Deployment), stack.name, systemClock, tornReadWaitsMs);
     await secretsKeyOf(stack, deployment);
     return deployment;
   });
