@@ -34,7 +34,9 @@ function copyWith(pending: unknown[]) {
   writeFileSync(path.join(dir, "backend", ".pulumi", "meta.yaml"), "version: 1\n");
   const latest = { manifest: { time: "2026-11-28T00:00:00Z", magic: "", version: "v3.259.0" }, resources: [{ urn: stackUrn, custom: false, type: "pulumi:pulumi:Stack" }], pending_operations: pending };
   writeFileSync(path.join(stacks, `${STACK}.json`), JSON.stringify({ version: 3, checkpoint: { stack: `organization/user-groups/${STACK}`, latest } }));
-  const stack = { name: STACK, workspace: { workDir: dir, envVars: { PULUMI_BACKEND_URL: `file://${path.join(dir, "backend")}`, [OBJECT_COPY_ENV]: dir } } } as unknown as Stack;
+  // The workspace as the state read asks it: its directory, environment and project settings (the project's name).
+  const workspace = { workDir: dir, envVars: { PULUMI_BACKEND_URL: `file://${path.join(dir, "backend")}`, [OBJECT_COPY_ENV]: dir }, projectSettings: async () => ({ name: "user-groups", runtime: "nodejs" }) };
+  const stack = { name: STACK, workspace } as unknown as Stack;
   return { stack, file: path.join(stacks, `${STACK}.json`) };
 }
 

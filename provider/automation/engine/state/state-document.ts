@@ -58,6 +58,8 @@ async function runPulumi(stack: Stack, args: string[]): Promise<string> {
 
 // ---- reading -------------------------------------------------------------
 
+const PROJECT_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+
 /** Each workspace's project name, from its project settings (read once: a workspace's project never changes its name). */
 const projectNames = new WeakMap<Workspace, Promise<string | undefined>>();
 
@@ -68,7 +70,9 @@ function projectNameOf(workspace: Workspace): Promise<string | undefined> {
     name = Promise.resolve()
       .then(() => workspace.projectSettings())
       .then(
-        (settings) => (typeof settings?.name === "string" && settings.name !== "" ? settings.name : undefined),
+        // It becomes a folder of the backend's path: only a name Pulumi takes (letters, digits, _ . -; at most 100)
+        // and never "." or ".."; anything else is the CLI's to read.
+        (settings) => (typeof settings?.name === "string" && PROJECT_NAME.test(settings.name) && !/^\.{1,2}$/.test(settings.name) ? settings.name : undefined),
         () => undefined,
       );
     projectNames.set(workspace, name);
