@@ -21,6 +21,7 @@
 // adopted only with a valid proof under the stack's secret (lease/created-proof.ts);
 // an unproven one is refused the same way (run_record_entry_unproven).
 import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { readdirSync, readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
@@ -216,17 +217,24 @@ export interface TakeoverOptions {
   readonly intents?: RunOptions;
 }
 
+/** What a run's processes carry: its run id, and where the backend fences (PostgreSQL, object stores) its epoch. */
+function marksOf(lease: RunLease): Record<string, string> {
+  return { [RUN_ID_ENV]: lease.runId, ...(lease.store.fenceEnv?.(lease.current) ?? {}) };
+}
+
 /**
  * The run id every process of this run carries (the takeover of a dead run
  * looks for its processes by it), and where the backend fences (PostgreSQL) the
  * run's epoch: in the engine's backend URL (its sessions' application_name, which
  * the fence on Pulumi's table checks) and in the provider processes' fence
- * (client/run-fence). Returns what puts the workspace's environment back, so that
- * commands outside the run (a stack selection) carry no epoch.
+ * (client/run-fence). Puts them on the workspace's environment itself, for
+ * every command of it until the returned function puts it back: for a workspace
+ * that runs nothing else meanwhile (recover's). A run of a workspace others
+ * share (a fleet's shard) is marked with underRunMarks instead.
  */
 export function markRun(stack: Stack, lease: RunLease): () => void {
   const env = (stack.workspace as LocalWorkspace).envVars;
-  const marks: Record<string, string> = { [RUN_ID_ENV]: lease.runId, ...(lease.store.fenceEnv?.(lease.current) ?? {}) };
+  const marks = marksOf(lease);
   const saved = new Map(Object.keys(marks).map((key) => [key, env[key]]));
   Object.assign(env, marks);
   return () => {
@@ -235,6 +243,56 @@ export function markRun(stack: Stack, lease: RunLease): () => void {
       else env[key] = value;
     }
   };
+}
+
+/**
+ * Each run's marks, by the workspace environment they belong to, in that run's
+ * async context only: a command of the workspace started from elsewhere (another
+ * call of the same fleet reading the state while a sign-up session holds the
+ * lease) carries none of them, so that stopLostRun, which kills this host's
+ * processes carrying a lost run's id, never kills a read outside the run
+ * (PostgreSQL's fault history: a `pulumi stack export` SIGKILLed that way).
+ */
+const runMarks = new AsyncLocalStorage<ReadonlyMap<object, Readonly<Record<string, string>>>>();
+/** The workspace environments made to show their run's marks: each one's own object, by the proxy in its place. */
+const ownEnvOf = new WeakMap<object, Record<string, string>>();
+
+/** The workspace's own environment object, its `envVars` replaced (once) by a view adding the marks of the run in whose context it is read. */
+function markableEnv(workspace: LocalWorkspace): Record<string, string> {
+  const current = workspace.envVars;
+  const own = ownEnvOf.get(current);
+  if (own !== undefined) return own;
+  const marksOf = (target: object) => runMarks.getStore()?.get(target);
+  const view = new Proxy(current, {
+    get: (target, key, receiver) => (typeof key === "string" && marksOf(target)?.[key] !== undefined ? marksOf(target)![key] : Reflect.get(target, key, receiver)),
+    has: (target, key) => (typeof key === "string" && marksOf(target)?.[key] !== undefined) || Reflect.has(target, key),
+    ownKeys: (target) => [...new Set([...Reflect.ownKeys(target), ...Object.keys(marksOf(target) ?? {})])],
+    getOwnPropertyDescriptor: (target, key) => {
+      const marked = typeof key === "string" ? marksOf(target)?.[key] : undefined;
+      return marked !== undefined ? { value: marked, writable: true, enumerable: true, configurable: true } : Reflect.getOwnPropertyDescriptor(target, key);
+    },
+  });
+  ownEnvOf.set(view, current);
+  (workspace as { envVars: Record<string, string> }).envVars = view;
+  return current;
+}
+
+/**
+ * Runs `body` as the lease's run of this stack: every command of the stack's
+ * workspace started within it (and by what it starts) carries markRun's marks;
+ * the same workspace's commands started elsewhere meanwhile do not.
+ */
+export function underRunMarks<T>(stack: Stack, lease: RunLease, body: () => Promise<T>): Promise<T> {
+  const env = markableEnv(stack.workspace as LocalWorkspace);
+  const current = runMarks.getStore();
+  const next = new Map(current ?? []);
+  next.set(env, { ...current?.get(env), ...marksOf(lease) });
+  return runMarks.run(next, body);
+}
+
+/** Runs `body` outside any run's marks: work a run's context starts that is not the run's (a fleet's next batches, started from a sign-up session). */
+export function outsideRuns<T>(body: () => T): T {
+  return runMarks.exit(body);
 }
 
 function stackUrnOf(deployment: RawDeployment): string | undefined {
@@ -471,27 +529,26 @@ export interface LeasedRunOptions {
  * lease's signal: aborted if the lease is lost, so that the run stops.
  */
 export async function underRunLease<T>(options: LeasedRunOptions, body: (signal: AbortSignal | undefined, lease: RunLease | undefined) => Promise<T>): Promise<T> {
-  if (options.held) {
-    markRun(options.stack, options.held);
-    return body(options.held.signal, options.held);
-  }
+  const { held } = options;
+  if (held) return underRunMarks(options.stack, held, () => body(held.signal, held));
   if (options.store === undefined) return body(undefined, undefined);
   const lease = await acquireRunLease(options.store, options.stackName);
-  const unmark = markRun(options.stack, lease);
   const stopOnLoss = () => void stopLostRun(lease.runId);
   lease.signal.addEventListener("abort", stopOnLoss, { once: true });
   try {
-    const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
-    if (report) options.onTakeover?.(report);
-    if (lease.lost) throw lease.signal.reason;
-    return await body(lease.signal, lease);
+    // The run's marks reach the commands of this run only (underRunMarks), not the workspace's other users.
+    return await underRunMarks(options.stack, lease, async () => {
+      const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
+      if (report) options.onTakeover?.(report);
+      if (lease.lost) throw lease.signal.reason;
+      return body(lease.signal, lease);
+    });
   } catch (error) {
     // A run that failed because it was fenced (a paused replica, resumed) says so: one renewal tells whether the lease is still ours.
     if (!lease.lost) await lease.update({}).catch(() => undefined);
     throw lease.lost ? lease.signal.reason : error;
   } finally {
     lease.signal.removeEventListener("abort", stopOnLoss);
-    unmark();
     await lease.release();
   }
 }

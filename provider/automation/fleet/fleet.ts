@@ -8,7 +8,7 @@
 // pipeline (shards/run-shard.ts) the whole-set operations use too.
 import { systemClock } from "../../clock";
 import { type GroupSpec, validateGroups, resourceNameOf, type EnsuredGroup, type GroupResult, type RunOptions } from "../model";
-import { readStateWithSecrets, runError } from "../engine";
+import { outsideRuns, readStateWithSecrets, runError } from "../engine";
 import { eachLimited, recordUnlisted, shardConcurrency } from "../shards";
 import { inSpan, setSpanAttributes } from "../telemetry";
 import { type FleetGroup, groupsInState } from "./fleet-state";
@@ -216,7 +216,8 @@ export class UserGroupFleet {
       this.slowOnly.add(request);
       this.queue.push(request);
     }
-    if (requests.length > 0 && this.draining === undefined && this.window === undefined) this.draining = this.drain();
+    // Called from a sign-up session (under its lease): the batches it starts are not that run's (no run id on their reads).
+    if (requests.length > 0 && this.draining === undefined && this.window === undefined) this.draining = outsideRuns(() => this.drain());
   }
 
   private async drain(): Promise<void> {
