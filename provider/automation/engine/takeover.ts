@@ -21,13 +21,13 @@
 // adopted only with a valid proof under the stack's secret (lease/created-proof.ts);
 // an unproven one is refused the same way (run_record_entry_unproven).
 import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
-import { AsyncLocalStorage } from "node:async_hooks";
 import { readdirSync, readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, type RunOptions, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
+import { markWorkspace, withRunMarks } from "./pulumi-cli";
 import { acquireRunLease, type CreatedEntry, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
@@ -217,82 +217,19 @@ export interface TakeoverOptions {
   readonly intents?: RunOptions;
 }
 
-/** What a run's processes carry: its run id, and where the backend fences (PostgreSQL, object stores) its epoch. */
+/** What a run's processes carry (pulumi-cli/run-marks.ts): its run id, and where the backend fences (PostgreSQL, object stores) its epoch. */
 function marksOf(lease: RunLease): Record<string, string> {
   return { [RUN_ID_ENV]: lease.runId, ...(lease.store.fenceEnv?.(lease.current) ?? {}) };
 }
 
-/**
- * The run id every process of this run carries (the takeover of a dead run
- * looks for its processes by it), and where the backend fences (PostgreSQL) the
- * run's epoch: in the engine's backend URL (its sessions' application_name, which
- * the fence on Pulumi's table checks) and in the provider processes' fence
- * (client/run-fence). Puts them on the workspace's environment itself, for
- * every command of it until the returned function puts it back: for a workspace
- * that runs nothing else meanwhile (recover's). A run of a workspace others
- * share (a fleet's shard) is marked with underRunMarks instead.
- */
+/** The lease's marks on the stack's workspace itself, until the returned function puts it back: for a workspace that runs nothing else meanwhile (recover's). */
 export function markRun(stack: Stack, lease: RunLease): () => void {
-  const env = (stack.workspace as LocalWorkspace).envVars;
-  const marks = marksOf(lease);
-  const saved = new Map(Object.keys(marks).map((key) => [key, env[key]]));
-  Object.assign(env, marks);
-  return () => {
-    for (const [key, value] of saved) {
-      if (value === undefined) delete env[key];
-      else env[key] = value;
-    }
-  };
+  return markWorkspace(stack.workspace as LocalWorkspace, marksOf(lease));
 }
 
-/**
- * Each run's marks, by the workspace environment they belong to, in that run's
- * async context only: a command of the workspace started from elsewhere (another
- * call of the same fleet reading the state while a sign-up session holds the
- * lease) carries none of them, so that stopLostRun, which kills this host's
- * processes carrying a lost run's id, never kills a read outside the run
- * (PostgreSQL's fault history: a `pulumi stack export` SIGKILLed that way).
- */
-const runMarks = new AsyncLocalStorage<ReadonlyMap<object, Readonly<Record<string, string>>>>();
-/** The workspace environments made to show their run's marks: each one's own object, by the proxy in its place. */
-const ownEnvOf = new WeakMap<object, Record<string, string>>();
-
-/** The workspace's own environment object, its `envVars` replaced (once) by a view adding the marks of the run in whose context it is read. */
-function markableEnv(workspace: LocalWorkspace): Record<string, string> {
-  const current = workspace.envVars;
-  const own = ownEnvOf.get(current);
-  if (own !== undefined) return own;
-  const marksOf = (target: object) => runMarks.getStore()?.get(target);
-  const view = new Proxy(current, {
-    get: (target, key, receiver) => (typeof key === "string" && marksOf(target)?.[key] !== undefined ? marksOf(target)![key] : Reflect.get(target, key, receiver)),
-    has: (target, key) => (typeof key === "string" && marksOf(target)?.[key] !== undefined) || Reflect.has(target, key),
-    ownKeys: (target) => [...new Set([...Reflect.ownKeys(target), ...Object.keys(marksOf(target) ?? {})])],
-    getOwnPropertyDescriptor: (target, key) => {
-      const marked = typeof key === "string" ? marksOf(target)?.[key] : undefined;
-      return marked !== undefined ? { value: marked, writable: true, enumerable: true, configurable: true } : Reflect.getOwnPropertyDescriptor(target, key);
-    },
-  });
-  ownEnvOf.set(view, current);
-  (workspace as { envVars: Record<string, string> }).envVars = view;
-  return current;
-}
-
-/**
- * Runs `body` as the lease's run of this stack: every command of the stack's
- * workspace started within it (and by what it starts) carries markRun's marks;
- * the same workspace's commands started elsewhere meanwhile do not.
- */
+/** Runs `body` as the lease's run of this stack: the commands it starts carry the marks; other commands of the same workspace meanwhile do not. */
 export function underRunMarks<T>(stack: Stack, lease: RunLease, body: () => Promise<T>): Promise<T> {
-  const env = markableEnv(stack.workspace as LocalWorkspace);
-  const current = runMarks.getStore();
-  const next = new Map(current ?? []);
-  next.set(env, { ...current?.get(env), ...marksOf(lease) });
-  return runMarks.run(next, body);
-}
-
-/** Runs `body` outside any run's marks: work a run's context starts that is not the run's (a fleet's next batches, started from a sign-up session). */
-export function outsideRuns<T>(body: () => T): T {
-  return runMarks.exit(body);
+  return withRunMarks(stack.workspace as LocalWorkspace, marksOf(lease), body);
 }
 
 function stackUrnOf(deployment: RawDeployment): string | undefined {
