@@ -410,6 +410,7 @@ describe("9. a state is data (F10): nothing in it is fetched or run, for the fle
     const fleet = new automation.UserGroupFleet(options);
     try {
       await fleet.ensure({ name: "Fleet A", userGroupId: "fleet-a" });
+      await fleet.signUps?.closeAll(); // answered record-first: in the state once adopted
       // Planted as the review's finding did: the default provider's inputs and outputs.
       const selected = await internal.selectStack(options, async () => ({}), { mustExist: true });
       try {

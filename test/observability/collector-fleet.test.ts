@@ -68,6 +68,7 @@ afterAll(async () => {
 
 describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
   it("is one trace from the service's span through ensure, the engine run and the provider to its HTTP requests, with timings and no secret", async () => {
+    // The engine-run path (slowPathFleet): its ensure's trace holds the engine run; a record-first sign-up answers before it.
     const fleet = new UserGroupFleet(
       runOptions("signups", {
         workDir: path.join(env.workDir, "signups"),
@@ -80,6 +81,8 @@ describe("a fleet sign-up in a real OpenTelemetry Collector", () => {
           USER_GROUPS_RATE_LIMIT: "20/1",
         },
       }),
+      undefined,
+      "none",
     );
     // The create's first PUT is answered 503 once: the provider retries it.
     server.setFaults([{ method: "PUT", action: "status", status: 503, times: 1 }]);

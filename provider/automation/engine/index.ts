@@ -11,7 +11,8 @@ export { declareGroup, noteResolved, programFor, type ResolvedGroup } from "./pr
 export { ENGINE_OTEL_TRACES_ENV, engineTraceDestination, engineTraceOptions, type EngineTraceOptions, runOnly } from "./pulumi-cli";
 export { type DeclaredRunPlace, runDeclared, runFailure } from "./run-once";
 export { secretValuesOf } from "./stack-config";
-export { adoptCreated, markRun, pendingCreatesOf, pendingOf, takeOver, underRunLease } from "./takeover";
+export { adoptCreated, markRun, pendingCreatesOf, pendingOf, stopLostRun, takeOver, underRunLease, underRunMarks } from "./takeover";
+export { outsideRuns } from "./pulumi-cli";
 export { createdEntryOf, proofKeyOf, provenCreated } from "./created-entries";
 export { checkpointFreePlan, hasIntents, runConfigLookup, SKIP_CHECKPOINTS_ENV } from "./intents";
 export { type EngineOperation, engineRun } from "./run-telemetry";

@@ -27,6 +27,7 @@ import { USER_GROUP_TYPE } from "../../resource/user-group";
 import { type GroupSpec, groupSpecSchema, type RunOptions, nameOfUrn, resourceNameOf, urnOf, type PendingOperation, type PulumiLock, type TakeoverReport } from "../model";
 // provision.ts runs its operations through this module; declareGroup is only called at run time.
 import { declareGroup } from "./program";
+import { markWorkspace, withRunMarks } from "./pulumi-cli";
 import { acquireRunLease, type CreatedEntry, RUN_ID_ENV, type RunLease, type AdoptEntry, classifyLockHolder, HERE, type Here, type LeaseStore, type RunClaim } from "../lease";
 import { fileBackendDir, repairTornWrites, StackLockedError } from "../backend";
 import { PROJECT_NAME } from "./workspace";
@@ -216,25 +217,19 @@ export interface TakeoverOptions {
   readonly intents?: RunOptions;
 }
 
-/**
- * The run id every process of this run carries (the takeover of a dead run
- * looks for its processes by it), and where the backend fences (PostgreSQL) the
- * run's epoch: in the engine's backend URL (its sessions' application_name, which
- * the fence on Pulumi's table checks) and in the provider processes' fence
- * (client/run-fence). Returns what puts the workspace's environment back, so that
- * commands outside the run (a stack selection) carry no epoch.
- */
+/** What a run's processes carry (pulumi-cli/run-marks.ts): its run id, and where the backend fences (PostgreSQL, object stores) its epoch. */
+function marksOf(lease: RunLease): Record<string, string> {
+  return { [RUN_ID_ENV]: lease.runId, ...(lease.store.fenceEnv?.(lease.current) ?? {}) };
+}
+
+/** The lease's marks on the stack's workspace itself, until the returned function puts it back: for a workspace that runs nothing else meanwhile (recover's). */
 export function markRun(stack: Stack, lease: RunLease): () => void {
-  const env = (stack.workspace as LocalWorkspace).envVars;
-  const marks: Record<string, string> = { [RUN_ID_ENV]: lease.runId, ...(lease.store.fenceEnv?.(lease.current) ?? {}) };
-  const saved = new Map(Object.keys(marks).map((key) => [key, env[key]]));
-  Object.assign(env, marks);
-  return () => {
-    for (const [key, value] of saved) {
-      if (value === undefined) delete env[key];
-      else env[key] = value;
-    }
-  };
+  return markWorkspace(stack.workspace as LocalWorkspace, marksOf(lease));
+}
+
+/** Runs `body` as the lease's run of this stack: the commands it starts carry the marks; other commands of the same workspace meanwhile do not. */
+export function underRunMarks<T>(stack: Stack, lease: RunLease, body: () => Promise<T>): Promise<T> {
+  return withRunMarks(stack.workspace as LocalWorkspace, marksOf(lease), body);
 }
 
 function stackUrnOf(deployment: RawDeployment): string | undefined {
@@ -472,27 +467,26 @@ export interface LeasedRunOptions {
  * lease's signal: aborted if the lease is lost, so that the run stops.
  */
 export async function underRunLease<T>(options: LeasedRunOptions, body: (signal: AbortSignal | undefined, lease: RunLease | undefined) => Promise<T>): Promise<T> {
-  if (options.held) {
-    markRun(options.stack, options.held);
-    return body(options.held.signal, options.held);
-  }
+  const { held } = options;
+  if (held) return underRunMarks(options.stack, held, () => body(held.signal, held));
   if (options.store === undefined) return body(undefined, undefined);
   const lease = await acquireRunLease(options.store, options.stackName);
-  const unmark = markRun(options.stack, lease);
   const stopOnLoss = () => void stopLostRun(lease.runId);
   lease.signal.addEventListener("abort", stopOnLoss, { once: true });
   try {
-    const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
-    if (report) options.onTakeover?.(report);
-    if (lease.lost) throw lease.signal.reason;
-    return await body(lease.signal, lease);
+    // The run's marks reach the commands of this run only (underRunMarks), not the workspace's other users.
+    return await underRunMarks(options.stack, lease, async () => {
+      const report = options.takeOver === false ? undefined : await takeOver({ ...options, lease });
+      if (report) options.onTakeover?.(report);
+      if (lease.lost) throw lease.signal.reason;
+      return body(lease.signal, lease);
+    });
   } catch (error) {
     // A run that failed because it was fenced (a paused replica, resumed) says so: one renewal tells whether the lease is still ours.
     if (!lease.lost) await lease.update({}).catch(() => undefined);
     throw lease.lost ? lease.signal.reason : error;
   } finally {
     lease.signal.removeEventListener("abort", stopOnLoss);
-    unmark();
     await lease.release();
   }
 }

@@ -5,15 +5,17 @@
 // and remove() seeing it at once, a replica killed right after ensure returned
 // taken over by the next one (its takeover adopts), refused input failing only
 // its own call.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type GroupSpec, GroupsValidationError, UserGroupExistsError, UserGroupFleet } from "../../../provider/automation";
 import type { SignUpSeam } from "../../../provider/automation/fleet";
 import { peekRecord, recordedElsewhere } from "../../../provider/automation/fleet/sign-ups";
-import { markRun, PROJECT_NAME, readStateWithSecrets, selectStack } from "../../../provider/automation/engine";
-import { leaseStoreFor, type RunLease } from "../../../provider/automation/lease";
+import { markRun, PROJECT_NAME, readStateWithSecrets, selectStack, stopLostRun } from "../../../provider/automation/engine";
+import { leaseStoreFor, RUN_ID_ENV, type RunLease } from "../../../provider/automation/lease";
+import type { FleetShards } from "../../../provider/automation/fleet/fleet-shards";
+import { clockWith } from "../../../provider/clock";
 import { groupsInState } from "../../../provider/automation/fleet/fleet-state";
 import { parseRunRecord, type RunRecord } from "../../../provider/backends";
 import { UserGroupsClient } from "../../../provider/client/http-client";
@@ -21,6 +23,9 @@ import { useStackFixture } from "../../support/stack-fixture";
 
 const KEY = "fleet-fast-key-0001";
 const { server, env, envVars, runOptions } = useStackFixture({ label: "fleet-fast", apiKeys: [KEY], passphrase: "fleet-fast" });
+
+/** PulumiCommand's runner (not in its typings): what every workspace command goes through. */
+type CommandRunner = { run(args: string[], cwd: string, env: Record<string, string>, ...rest: unknown[]): Promise<unknown> };
 
 const tokenOf = (id: string) => server.groups().find((g) => g.user_group_id === id)?.token;
 
@@ -196,6 +201,67 @@ describe("record-first sign-ups", () => {
     expect((await fleet.list()).map((group) => [group.userGroupId, group.token])).toEqual([
       ["first", tokenOf("first")],
       ["umbrella", got.token],
+    ]);
+  }, 120_000);
+
+  it.skipIf(process.platform !== "linux")("a read of the replica outside its sign-up session is no process of the session's run: the session's lost lease kills none of it, its own adopting run carries its id", async () => {
+    // PostgreSQL's fault history (docs/fleet-replicas.md): r1's ensure failed with `pulumi stack export` SIGKILLed. A sign-up
+    // session holds its shard's lease long (until its adoption); markRun put its run id on the shard's shared workspace, so a
+    // state read of another call of the same replica meanwhile (an F2 read, a list(): on PostgreSQL each a `pulumi stack
+    // export`) carried that id, and when the session lost its lease (r1 behind the black hole) stopLostRun killed every process
+    // of this host carrying it, the read among them. Replayed: the session holds the lease (its adoption held), a read of the
+    // same stack object outside it is under way (a stand-in process with the environment the read gives its CLI, alive until
+    // the lost run is stopped), then the lost run is stopped.
+    const first = fleetOf("fast-e");
+    await first.ensure({ name: "Stark", userGroupId: "stark" });
+    await first.close();
+    const control = gated();
+    const fleet = fleetOf("fast-e", control.seam);
+    fleets.push(fleet);
+    const got = await fleet.ensure({ name: "Wayne", userGroupId: "wayne" });
+    const runId = recordOf("fast-e")?.runId;
+    expect(runId).toBeTruthy();
+    // The replica's shard stack: the very object its batches, its list() and its sign-up session use.
+    const { stack } = await (fleet as unknown as { fleetShards: FleetShards }).fleetShards.open(0);
+    const workDir = stack.workspace.workDir;
+    // Its commands' runner (one per CLI, shared by the process's workspaces: only this stack's commands are looked at).
+    const command = stack.workspace.pulumiCommand as unknown as CommandRunner;
+    const run = command.run;
+    let reader: ChildProcess | undefined;
+    let spawned!: () => void;
+    const started = new Promise<void>((resolve) => (spawned = resolve));
+    const upRunIds: (string | undefined)[] = [];
+    command.run = (args, cwd, env, ...rest) => {
+      if (cwd !== workDir) return run.call(command, args, cwd, env, ...rest);
+      if (args[0] === "up") upRunIds.push(env[RUN_ID_ENV]);
+      if (args[0] !== "stack" || args[1] !== "export" || reader !== undefined) return run.call(command, args, cwd, env, ...rest);
+      reader = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { env: { ...process.env, ...env }, stdio: "ignore" });
+      spawned();
+      return new Promise((resolve, reject) =>
+        reader!.on("exit", (_code, signal) => (signal === "SIGKILL" ? reject(new Error("pulumi stack export: killed with SIGKILL")) : resolve(run.call(command, args, cwd, env, ...rest)))),
+      );
+    };
+    try {
+      const read = stack.exportStack();
+      read.catch(() => undefined); // awaited below; a kill fails it there
+      await started;
+      // The session's lease is lost: its run is stopped for good (no grace waited for here).
+      const killed = await stopLostRun(runId!, clockWith({ sleep: async () => {} }));
+      expect(killed).not.toContain(reader!.pid);
+      reader!.kill("SIGTERM");
+      expect((await read).deployment).toBeDefined();
+      // The session's own engine run still carries its run id (a lost session's run is still stopped).
+      control.open();
+      await fleet.signUps!.idle(0);
+      expect(upRunIds).toEqual([runId]);
+    } finally {
+      control.open();
+      reader?.kill("SIGKILL");
+      command.run = run;
+    }
+    expect((await stateGroups("fast-e")).map((group) => [group.userGroupId, group.token])).toEqual([
+      ["stark", tokenOf("stark")],
+      ["wayne", got.token],
     ]);
   }, 120_000);
 

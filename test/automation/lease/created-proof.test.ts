@@ -142,7 +142,8 @@ describe("a takeover meeting created entries in the run record", () => {
       const listed = await fleet.list();
       expect(listed.map((g) => g.userGroupId)).toEqual(["mine-1", "mine-2", "mine-3"]);
       expect(listed.find((g) => g.userGroupId === "mine-2")?.token).toBe(server.groups().find((g) => g.user_group_id === "mine-2")?.token);
-      // Dropped from the record: nothing left to refuse again.
+      // Dropped from the record: nothing left to refuse again (and mine-3, answered record-first, adopted by then).
+      await fleet.signUps?.closeAll();
       expect(latestLease("proof-a").record["created"] ?? []).toEqual([]);
     } finally {
       await fleet.close();
