@@ -11,5 +11,5 @@ export { inSpan, LeaseWait } from "./telemetry";
 export { assertDeletionsAllowed, CONTROLS, groupsFileJsonSchema, nameOfUrn } from "./model";
 /** @internal a zod schema: left out of the declarations. */
 export { groupsDocumentSchema } from "./model";
-/** @internal Record-first sign-ups (fleet/sign-ups/: the default, no public option) and the engine-run path (`slowPathFleet`) by name, for the benches and tests. */
+/** @internal Record-first sign-ups (fleet/sign-ups/: not the default yet, no public option), and the engine-run path (the default) by name, for the benches. */
 export { fastPathFleet, slowPathFleet } from "./fleet";

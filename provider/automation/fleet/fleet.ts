@@ -50,15 +50,15 @@ export class UserGroupFleet {
   private readonly calls = new WeakMap<Request, CallTrace>();
   /** Engine runs this fleet started (batches that needed one), for callers who measure. */
   engineRuns = 0;
-  /** @internal The record-first sign-ups (sign-ups.ts): every fleet's but slowPathFleet's. */
+  /** @internal The record-first sign-ups (sign-ups.ts), when this fleet was made with them (fastPathFleet). */
   readonly signUps: SignUps | undefined;
 
   constructor(options: FleetOptions);
   /** @internal `runner`: the seam a unit test runs the fleet through without an engine (shard-runner.ts). */
   constructor(options: FleetOptions, runner: ShardRunner | undefined);
   /**
-   * @internal `signUps`: record-first sign-ups through this seam ("engine", the default: the real one; a function: around
-   * the real one; "none": every ensure by an engine run, slowPathFleet).
+   * @internal `signUps`: record-first sign-ups through this seam ("engine": the real one, fastPathFleet; a function: around
+   * the real one; "none", the default: every ensure by an engine run, slowPathFleet).
    */
   constructor(options: FleetOptions, runner: ShardRunner | undefined, signUps: SignUpSeam | "engine" | "none" | ((engine: SignUpSeam) => SignUpSeam));
   constructor(
@@ -73,9 +73,9 @@ export class UserGroupFleet {
     this.runner = runner ?? engineShardRunner(options, this.lockTimeoutMs);
     this.fleetShards = new FleetShards(options, this.runner.rootHeld);
     this.answers = new Answers(options, this.fleetShards, (request) => this.queue.push(request));
-    // The record-first sign-up (issue #44, docs/fleet-replicas.md) is the default; slowPathFleet makes a fleet without it.
-    // (A unit test's own runner, with no seam named, keeps every ensure on that runner.)
-    signUps ??= runner === undefined ? "engine" : "none";
+    // The record-first sign-up (issue #44) is not the default yet: PostgreSQL's fault history on it failed a caller with a
+    // state read killed as a lost run's process (docs/fleet-replicas.md, "Not yet").
+    signUps ??= "none";
     if (signUps === "none") this.signUps = undefined;
     else if (signUps === "engine" || typeof signUps === "function") {
       const engine = engineSignUpSeam(options, this.lockTimeoutMs, this.fleetShards);
@@ -269,19 +269,18 @@ export class UserGroupFleet {
 
 /**
  * @internal A fleet that answers a new group's ensure before its engine run
- * (record-first sign-ups, docs/fleet-replicas.md): what `new UserGroupFleet`
- * makes, the default; kept for the benches and tests that name the path.
+ * (record-first sign-ups, docs/fleet-replicas.md): not the default yet, and no
+ * public option (the benches and tests make one here).
  */
 export function fastPathFleet(options: FleetOptions): UserGroupFleet {
   return new UserGroupFleet(options, undefined, "engine");
 }
 
 /**
- * @internal A fleet whose every ensure is an engine run (the path before
- * record-first sign-ups, and the fallback of a sign-up that path cannot serve):
- * the bench's "engine-run ensure" for comparison. A sign-up's lease excludes
- * this path's runs, and list() on either path reads the records, so replicas
- * may mix the paths.
+ * @internal A fleet whose every ensure is an engine run (the default, and the
+ * fallback of a sign-up the record-first path cannot serve): the bench's
+ * "today's ensure" for comparison. A sign-up's lease excludes this path's runs,
+ * and list() on either path reads the records, so replicas may mix the paths.
  */
 export function slowPathFleet(options: FleetOptions): UserGroupFleet {
   return new UserGroupFleet(options, undefined, "none");

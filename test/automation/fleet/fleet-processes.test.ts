@@ -83,7 +83,5 @@ describe("UserGroupFleet across processes on PostgreSQL", () => {
     } finally {
       await fleet.close();
     }
-    // A fresh stack: each replica's first sign-ups find no state to prove entries with and go the engine-run path after
-    // their session's lease wait (two lease waits each, three replicas in turn): 99 s alone at load 19 on 2 shared cores.
-  }, 240_000);
+  });
 });
