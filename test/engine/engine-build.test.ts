@@ -5,7 +5,7 @@
 // the user's own is used as it is, and then there is nothing of ours to check.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -83,6 +83,19 @@ describe("the dynamic-provider launcher ensure-pulumi installs (scripts/pulumi-e
     // The same file Node.js itself resolves from there.
     const { stdout } = await run(process.execPath, ["-e", "console.log(require.resolve('@pulumi/pulumi/cmd/dynamic-provider'))"], { cwd: deep });
     expect(stdout.trim()).toBe(host);
+  });
+
+  it("runs the host by its real path where node_modules holds a link to the package, as require.resolve answers", async () => {
+    // The host finds its own modules (its grpc-js, which the provider's tracing instruments) from that path.
+    const linked = path.join(REPO_ROOT, ".work", "launcher-link");
+    rmSync(linked, { recursive: true, force: true });
+    mkdirSync(path.join(linked, "node_modules", "@pulumi"), { recursive: true });
+    symlinkSync(path.join(REPO_ROOT, "node_modules/@pulumi/pulumi"), path.join(linked, "node_modules/@pulumi/pulumi"));
+    const deep = path.join(linked, "program");
+    mkdirSync(deep, { recursive: true });
+    const { stdout } = await run(process.execPath, ["-e", "console.log(require.resolve('@pulumi/pulumi/cmd/dynamic-provider'))"], { cwd: deep });
+    expect(await launch(deep)).toEqual([`${stdout.trim()} --port 1234`]);
+    expect(stdout.trim()).toBe(realpathSync(path.join(REPO_ROOT, "node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js")));
   });
 
   it("asks Node.js, as Pulumi's own script does, where the usual layout is not found", async () => {
