@@ -84,6 +84,17 @@ describe("record-first sign-ups", () => {
     for (const fleet of fleets) await fleet.close().catch(() => undefined);
   });
 
+  /** A stack whose first group an engine run adopted, and a record-first fleet on it whose adoptions wait for `control`. */
+  async function heldAfterFirst(stack: string, first: { name: string; userGroupId: string }) {
+    const before = fleetOf(stack);
+    await before.ensure(first);
+    await before.close();
+    const control = gated();
+    const fleet = fleetOf(stack, control.seam);
+    fleets.push(fleet);
+    return { control, fleet };
+  }
+
   it("answers with the service's token before any engine run, records the group (no token) until a batched run adopts it into the state", async () => {
     const control = gated();
     const fleet = fleetOf("fast-a", control.seam);
@@ -165,12 +176,7 @@ describe("record-first sign-ups", () => {
     // looked up by the workspace's backend URL as it was then, not as the state was read: no key, every entry "unproven", the
     // group answered elsewhere not listed (until its adoption put it in the state).
     // The stack's first group, adopted into the state; the second answered record-first, its adoption held.
-    const first = fleetOf("fast-d");
-    await first.ensure({ name: "First", userGroupId: "first" });
-    await first.close();
-    const control = gated();
-    const fleet = fleetOf("fast-d", control.seam);
-    fleets.push(fleet);
+    const { control, fleet } = await heldAfterFirst("fast-d", { name: "First", userGroupId: "first" });
     const got = await fleet.ensure({ name: "Umbrella", userGroupId: "umbrella" });
     expect(control.adoptions).toBe(0);
     const options = runOptions("fast-d", { workDir: path.join(env.workDir, "fast-d-lister") });
@@ -212,12 +218,7 @@ describe("record-first sign-ups", () => {
     // of this host carrying it, the read among them. Replayed: the session holds the lease (its adoption held), a read of the
     // same stack object outside it is under way (a stand-in process with the environment the read gives its CLI, alive until
     // the lost run is stopped), then the lost run is stopped.
-    const first = fleetOf("fast-e");
-    await first.ensure({ name: "Stark", userGroupId: "stark" });
-    await first.close();
-    const control = gated();
-    const fleet = fleetOf("fast-e", control.seam);
-    fleets.push(fleet);
+    const { control, fleet } = await heldAfterFirst("fast-e", { name: "Stark", userGroupId: "stark" });
     const got = await fleet.ensure({ name: "Wayne", userGroupId: "wayne" });
     const runId = recordOf("fast-e")?.runId;
     expect(runId).toBeTruthy();
